@@ -1,0 +1,72 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Swift 6 hygiene shared by every target: internal imports unless re-exported on purpose.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Cairn",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Rocks", targets: ["Rocks"]),
+        .library(name: "RESP", targets: ["RESP"]),
+        .library(name: "CairnClient", targets: ["CairnClient"]),
+        .executable(name: "cairnd", targets: ["cairnd"]),
+        .executable(name: "cairn-cli", targets: ["cairn-cli"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // RocksDB's C API from Debian's librocksdb-dev; nothing but a modulemap and a header.
+        .systemLibrary(
+            name: "CRocksDB",
+            pkgConfig: "rocksdb",
+            providers: [.apt(["librocksdb-dev", "libsnappy-dev", "zlib1g-dev"])]
+        ),
+        .target(name: "Rocks", dependencies: ["CRocksDB"], swiftSettings: strictSettings),
+        .target(name: "RESP", swiftSettings: strictSettings),
+        .target(
+            name: "CairnEngine",
+            dependencies: ["Rocks", "RESP", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CairnServer",
+            dependencies: ["CairnEngine", "RESP", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .target(name: "CairnClient", dependencies: ["RESP"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "cairnd",
+            dependencies: [
+                "CairnServer", "CairnEngine", "Rocks",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "cairn-cli",
+            dependencies: [
+                "CairnClient", "RESP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(name: "RocksTests", dependencies: ["Rocks"], swiftSettings: strictSettings),
+        .testTarget(name: "RESPTests", dependencies: ["RESP"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "CairnEngineTests", dependencies: ["CairnEngine", "Rocks", "RESP"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CairnServerTests", dependencies: ["CairnClient", "RESP"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

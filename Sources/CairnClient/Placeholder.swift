@@ -1,0 +1,1 @@
+// CairnClient: see the module overview in this folder.

@@ -1,0 +1,1 @@
+// CairnEngine: see the module overview in this folder.

@@ -1,0 +1,1 @@
+// CairnServer: see the module overview in this folder.

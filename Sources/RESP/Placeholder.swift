@@ -1,0 +1,1 @@
+// RESP: see the module overview in this folder.
