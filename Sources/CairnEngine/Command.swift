@@ -1,0 +1,107 @@
+public import RESP
+
+/// One entry of the command table: what `COMMAND` reports and what the dispatcher checks
+/// before calling the handler. The table is data; handlers live in `Commands/`, one file per family.
+public struct Command: Sendable {
+    /// Lower-case name, e.g. `get`, or `client|setname` for a subcommand.
+    public let name: String
+    /// Redis arity: N means exactly N arguments including the name; -N means at least N.
+    public let arity: Int
+    public let flags: Flags
+    /// Key positions as Redis's legacy (first, last, step); 0 for commands without keys.
+    public let firstKey: Int
+    public let lastKey: Int
+    public let keyStep: Int
+    /// The Redis command group (`string`, `generic`, `connection`, `server`, `cairn`...).
+    public let group: String
+    public let summary: String
+    public let since: String
+    /// Syntax shown by `COMMAND DOCS` and cairn-cli's help, e.g. `key value [NX|XX]`.
+    public let arguments: String
+    let handler: Handler
+    /// Subcommands (CLIENT, CONFIG, COMMAND...), dispatched on the second argument.
+    public let subcommands: [String: Command]
+
+    typealias Handler = @Sendable (Call, inout RESPWriter) throws(CommandError) -> Void
+
+    public struct Flags: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let write = Flags(rawValue: 1 << 0)
+        public static let readonly = Flags(rawValue: 1 << 1)
+        public static let admin = Flags(rawValue: 1 << 2)
+        /// Allowed before AUTH (AUTH, HELLO, QUIT, RESET).
+        public static let noAuth = Flags(rawValue: 1 << 3)
+        /// Runs immediately inside MULTI instead of being queued (EXEC, DISCARD, WATCH...).
+        public static let noMulti = Flags(rawValue: 1 << 4)
+        public static let fast = Flags(rawValue: 1 << 5)
+        /// Not allowed inside MULTI at all (WATCH).
+        public static let noScript = Flags(rawValue: 1 << 6)
+        public static let loading = Flags(rawValue: 1 << 7)
+        public static let stale = Flags(rawValue: 1 << 8)
+
+        /// Names as `COMMAND INFO` prints them.
+        public var names: [String] {
+            var out: [String] = []
+            if contains(.write) { out.append("write") }
+            if contains(.readonly) { out.append("readonly") }
+            if contains(.admin) { out.append("admin") }
+            if contains(.noAuth) { out.append("no_auth") }
+            if contains(.fast) { out.append("fast") }
+            if contains(.loading) { out.append("loading") }
+            if contains(.stale) { out.append("stale") }
+            return out
+        }
+    }
+
+    init(
+        _ name: String, arity: Int, flags: Flags = [], keys: (Int, Int, Int) = (0, 0, 0),
+        group: String, since: String = "1.0.0", summary: String, arguments: String = "",
+        subcommands: [Command] = [],
+        handler: @escaping Handler
+    ) {
+        self.name = name
+        self.arity = arity
+        self.flags = flags
+        (self.firstKey, self.lastKey, self.keyStep) = keys
+        self.group = group
+        self.since = since
+        self.summary = summary
+        self.arguments = arguments
+        self.handler = handler
+        self.subcommands = Dictionary(uniqueKeysWithValues: subcommands.map { ($0.name.split(separator: "|").last.map(String.init) ?? $0.name, $0) })
+    }
+
+    /// True when `count` arguments (including the name) satisfy the arity.
+    func accepts(_ count: Int) -> Bool {
+        arity >= 0 ? count == arity : count >= -arity
+    }
+
+    /// The keys of a request, from the key positions.
+    public func keys(in argv: [[UInt8]]) -> [[UInt8]] {
+        guard firstKey > 0, firstKey < argv.count else { return [] }
+        let last = lastKey < 0 ? argv.count + lastKey : min(lastKey, argv.count - 1)
+        guard last >= firstKey else { return [] }
+        return stride(from: firstKey, through: last, by: max(1, keyStep)).map { argv[$0] }
+    }
+}
+
+/// What a handler sees of one request.
+public struct Call {
+    public let engine: Engine
+    public let session: Session
+    public let argv: [[UInt8]]
+    /// The command's display name for errors, e.g. `get` or `client|setname`.
+    public let name: String
+
+    var count: Int { argv.count }
+    subscript(_ i: Int) -> [UInt8] { argv[i] }
+
+    /// The i-th argument as an integer, with Redis's error text.
+    func integer(_ i: Int) throws(CommandError) -> Int64 {
+        guard let v = Bytes.int64(argv[i]) else { throw .notInteger }
+        return v
+    }
+
+    func text(_ i: Int) -> String { Bytes.text(argv[i]) }
+}

@@ -1,0 +1,233 @@
+import RESP
+
+/// The connection family: https://redis.io/docs/latest/commands/?group=connection
+enum ConnectionCommands {
+    static let all: [Command] = [
+        Command("ping", arity: -1, flags: [.fast], group: "connection",
+                summary: "Returns the server's liveliness response.", arguments: "[message]") { call, out throws(CommandError) in
+            if call.count > 2 { throw .arity(call.name) }
+            if call.count == 2 { out.bulk(call[1]) } else { out.simpleString("PONG") }
+        },
+        Command("echo", arity: 2, flags: [.fast], group: "connection",
+                summary: "Returns the given string.", arguments: "message") { call, out throws(CommandError) in
+            out.bulk(call[1])
+        },
+        Command("quit", arity: -1, flags: [.noAuth, .noMulti, .fast], group: "connection",
+                summary: "Closes the connection.") { call, out throws(CommandError) in
+            call.session.closeAfterReply = true
+            out.simpleString("OK")
+        },
+        Command("reset", arity: 1, flags: [.noAuth, .noMulti, .fast], group: "connection", since: "6.2.0",
+                summary: "Resets the connection.") { call, out throws(CommandError) in
+            let s = call.session
+            s.queued = nil
+            s.transactionFailed = false
+            s.watched = []
+            s.protocolVersion = .v2
+            s.family = call.engine.defaultFamily
+            s.authenticated = call.engine.configuration.requirepass.isEmpty
+            s.user = "default"
+            s.record.state.withLock { $0.name = ""; $0.protocolVersion = 2; $0.family = "default" }
+            out.version = .v2
+            out.simpleString("RESET")
+        },
+        Command("auth", arity: -2, flags: [.noAuth, .fast], group: "connection",
+                summary: "Authenticates the connection.", arguments: "[username] password") { call, out throws(CommandError) in
+            guard call.count <= 3 else { throw .syntax }
+            let user = call.count == 3 ? call.text(1) : "default"
+            try authenticate(call, user: user, password: call[call.count - 1], bare: call.count == 2)
+            out.simpleString("OK")
+        },
+        Command("hello", arity: -1, flags: [.noAuth, .fast], group: "connection", since: "6.0.0",
+                summary: "Handshakes with the Redis server.",
+                arguments: "[protover [AUTH username password] [SETNAME clientname]]", handler: hello),
+        Command("select", arity: 2, flags: [.fast], group: "connection",
+                summary: "Changes the selected database (Cairn has database 0; column families take the role of databases).",
+                arguments: "index") { call, out throws(CommandError) in
+            guard try call.integer(1) == 0 else { throw CommandError("ERR", "DB index is out of range") }
+            out.simpleString("OK")
+        },
+        Command("client", arity: -2, group: "connection", summary: "A container for client connection commands.",
+                subcommands: ClientCommands.all) { _, _ throws(CommandError) in },
+    ]
+
+    /// Checks a password (constant time) and marks the session authenticated.
+    static func authenticate(_ call: Call, user: String, password: [UInt8], bare: Bool) throws(CommandError) {
+        let required = call.engine.configuration.requirepass
+        if required.isEmpty && bare {
+            throw CommandError("ERR", "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+        }
+        guard user == "default", constantTimeEquals(password, Array(required.utf8)) || required.isEmpty else {
+            call.engine.logger.warning("failed AUTH from \(call.session.record.address) as '\(user)'")
+            throw .wrongPass
+        }
+        call.session.authenticated = true
+        call.session.user = user
+    }
+
+    /// Compares without an early exit, so timing does not reveal how much of a password matched.
+    static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var diff = UInt8(truncatingIfNeeded: a.count ^ b.count)
+        let n = max(a.count, b.count)
+        for i in 0..<n {
+            diff |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
+        }
+        return diff == 0
+    }
+
+    /// HELLO: https://redis.io/docs/latest/commands/hello/
+    static func hello(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        var version = call.session.protocolVersion
+        var i = 1
+        if call.count >= 2 {
+            guard let v = Bytes.int64(call[1]) else {
+                throw CommandError("ERR", "Protocol version is not an integer or out of range")
+            }
+            guard v == 2 || v == 3 else { throw CommandError("NOPROTO", "unsupported protocol version") }
+            version = v == 3 ? .v3 : .v2
+            i = 2
+        }
+        var name: [UInt8]? = nil
+        while i < call.count {
+            if call[i].isKeyword("AUTH"), i + 2 < call.count {
+                try authenticate(call, user: call.text(i + 1), password: call[i + 2], bare: false)
+                i += 3
+            } else if call[i].isKeyword("SETNAME"), i + 1 < call.count {
+                name = call[i + 1]
+                try ClientCommands.checkName(name!)
+                i += 2
+            } else {
+                throw CommandError("ERR", "Syntax error in HELLO option '\(call.text(i))'")
+            }
+        }
+        guard call.session.authenticated else { throw .noAuth }
+        call.session.protocolVersion = version
+        out.version = version
+        call.session.record.state.withLock {
+            $0.protocolVersion = version.rawValue
+            if let name { $0.name = Bytes.text(name) }
+        }
+        out.mapHeader(7)
+        out.bulk("server"); out.bulk("redis")
+        out.bulk("version"); out.bulk(ServerCommands.redisVersion)
+        out.bulk("proto"); out.integer(version.rawValue)
+        out.bulk("id"); out.integer(call.session.id)
+        out.bulk("mode"); out.bulk("standalone")
+        out.bulk("role"); out.bulk("master")
+        out.bulk("modules"); out.arrayHeader(0)
+    }
+}
+
+/// CLIENT subcommands: https://redis.io/docs/latest/commands/client/
+enum ClientCommands {
+    static let all: [Command] = [
+        Command("client|id", arity: 2, flags: [.fast], group: "connection", since: "5.0.0",
+                summary: "Returns the unique client ID of the connection.") { call, out throws(CommandError) in
+            out.integer(call.session.id)
+        },
+        Command("client|setname", arity: 3, flags: [.fast], group: "connection", since: "2.6.9",
+                summary: "Sets the connection name.", arguments: "connection-name") { call, out throws(CommandError) in
+            try checkName(call[2])
+            call.session.record.state.withLock { $0.name = call.text(2) }
+            out.simpleString("OK")
+        },
+        Command("client|getname", arity: 2, flags: [.fast], group: "connection", since: "2.6.9",
+                summary: "Returns the name of the connection.") { call, out throws(CommandError) in
+            let name = call.session.record.name
+            if name.isEmpty { out.null() } else { out.bulk(name) }
+        },
+        Command("client|setinfo", arity: 4, flags: [.fast], group: "connection", since: "7.2.0",
+                summary: "Sets information specific to the client or connection.",
+                arguments: "LIB-NAME libname|LIB-VER libver") { call, out throws(CommandError) in
+            let value = call.text(3)
+            if value.contains(where: { $0 == " " || $0 == "\n" }) {
+                throw CommandError("ERR", "\(call.text(2)) cannot contain spaces, newlines or special characters.")
+            }
+            if call[2].isKeyword("LIB-NAME") {
+                call.session.record.state.withLock { $0.libName = value }
+            } else if call[2].isKeyword("LIB-VER") {
+                call.session.record.state.withLock { $0.libVersion = value }
+            } else {
+                throw CommandError("ERR", "Unrecognized option '\(call.text(2))'")
+            }
+            out.simpleString("OK")
+        },
+        Command("client|list", arity: -2, flags: [.admin], group: "connection", since: "2.4.0",
+                summary: "Lists open connections.", arguments: "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]") {
+            call, out throws(CommandError) in
+            var ids: Set<Int64>? = nil
+            var i = 2
+            while i < call.count {
+                if call[i].isKeyword("ID"), i + 1 < call.count {
+                    var set = Set<Int64>()
+                    for j in (i + 1)..<call.count { set.insert(try call.integer(j)) }
+                    ids = set
+                    break
+                } else if call[i].isKeyword("TYPE"), i + 1 < call.count {
+                    i += 2
+                } else {
+                    throw .syntax
+                }
+            }
+            let now = Clock.milliseconds()
+            let lines = call.engine.clients.all.filter { ids?.contains($0.id) ?? true }.map { $0.line(now: now) + "\n" }
+            out.verbatim(Array(lines.joined().utf8))
+        },
+        Command("client|info", arity: 2, group: "connection", since: "6.2.0",
+                summary: "Returns information about the connection.") { call, out throws(CommandError) in
+            out.verbatim(Array((call.session.record.line(now: Clock.milliseconds()) + "\n").utf8))
+        },
+        Command("client|kill", arity: -3, flags: [.admin], group: "connection", since: "2.4.0",
+                summary: "Terminates open connections.",
+                arguments: "ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no]", handler: kill),
+        Command("client|no-evict", arity: 3, flags: [.admin], group: "connection", since: "7.0.0",
+                summary: "Accepted for compatibility; Cairn evicts nothing.", arguments: "ON|OFF") { _, out throws(CommandError) in
+            out.simpleString("OK")
+        },
+        Command("client|no-touch", arity: 3, group: "connection", since: "7.2.0",
+                summary: "Accepted for compatibility.", arguments: "ON|OFF") { _, out throws(CommandError) in
+            out.simpleString("OK")
+        },
+    ]
+
+    static func checkName(_ name: [UInt8]) throws(CommandError) {
+        if name.contains(where: { $0 < 33 || $0 > 126 }) {
+            throw CommandError("ERR", "Client names cannot contain spaces, newlines or special characters.")
+        }
+    }
+
+    static func kill(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        let clients = call.engine.clients.all
+        if call.count == 3 {
+            let addr = call.text(2)
+            guard let target = clients.first(where: { $0.address == addr }) else { throw CommandError("ERR", "No such client") }
+            target.kill()
+            out.simpleString("OK")
+            return
+        }
+        var id: Int64? = nil, addr: String? = nil, laddr: String? = nil
+        var skipMe = true
+        var i = 2
+        while i + 1 < call.count {
+            let value = call.text(i + 1)
+            if call[i].isKeyword("ID") { id = try call.integer(i + 1) }
+            else if call[i].isKeyword("ADDR") { addr = value }
+            else if call[i].isKeyword("LADDR") { laddr = value }
+            else if call[i].isKeyword("SKIPME") { skipMe = value.lowercased() == "yes" }
+            else if call[i].isKeyword("TYPE") || call[i].isKeyword("USER") || call[i].isKeyword("MAXAGE") {}
+            else { throw .syntax }
+            i += 2
+        }
+        guard i == call.count else { throw .syntax }
+        var killed = 0
+        for c in clients {
+            if let id, c.id != id { continue }
+            if let addr, c.address != addr { continue }
+            if let laddr, c.localAddress != laddr { continue }
+            if skipMe && c.id == call.session.id { continue }
+            c.kill()
+            killed += 1
+        }
+        out.integer(killed)
+    }
+}

@@ -1,0 +1,300 @@
+import RESP
+import Rocks
+
+/// The generic keys family: https://redis.io/docs/latest/commands/?group=generic
+///
+/// Cairn differs from Redis in one visible way: keys are kept in byte order, so KEYS and SCAN
+/// return them sorted and a SCAN cursor resumes exactly after the last key returned.
+enum KeyCommands {
+    static let all: [Command] = [
+        Command("del", arity: -2, flags: [.write], keys: (1, -1, 1), group: "generic",
+                summary: "Deletes one or more keys.", arguments: "key [key ...]", handler: delete),
+        Command("unlink", arity: -2, flags: [.write, .fast], keys: (1, -1, 1), group: "generic",
+                summary: "Asynchronously deletes one or more keys.", arguments: "key [key ...]", handler: delete),
+        Command("exists", arity: -2, flags: [.readonly, .fast], keys: (1, -1, 1), group: "generic",
+                summary: "Determines whether one or more keys exist.", arguments: "key [key ...]") { call, out throws(CommandError) in
+            var n = 0
+            for i in 1..<call.count where try call.exists(call[i]) { n += 1 }
+            out.integer(n)
+        },
+        Command("touch", arity: -2, flags: [.readonly, .fast], keys: (1, -1, 1), group: "generic",
+                summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
+                arguments: "key [key ...]") { call, out throws(CommandError) in
+            var n = 0
+            for i in 1..<call.count where try call.exists(call[i]) { n += 1 }
+            out.integer(n)
+        },
+        Command("type", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "generic",
+                summary: "Determines the type of value stored at a key.", arguments: "key") { call, out throws(CommandError) in
+            out.simpleString(try call.exists(call[1]) ? "string" : "none")
+        },
+        Command("rename", arity: 3, flags: [.write], keys: (1, 2, 1), group: "generic",
+                summary: "Renames a key and overwrites the destination.", arguments: "key newkey") { call, out throws(CommandError) in
+            _ = try rename(call, onlyIfNew: false)
+            out.simpleString("OK")
+        },
+        Command("renamenx", arity: 3, flags: [.write, .fast], keys: (1, 2, 1), group: "generic",
+                summary: "Renames a key only when the target key name doesn't exist.", arguments: "key newkey") { call, out throws(CommandError) in
+            out.integer(try rename(call, onlyIfNew: true) ? 1 : 0)
+        },
+        Command("copy", arity: -3, flags: [.write], keys: (1, 2, 1), group: "generic", since: "6.2.0",
+                summary: "Copies the value of a key to a new key.", arguments: "source destination [DB destination-db] [REPLACE]", handler: copy),
+        Command("keys", arity: 2, flags: [.readonly], group: "generic",
+                summary: "Returns all key names that match a pattern.", arguments: "pattern") { call, out throws(CommandError) in
+            let pattern = call[1]
+            var found: [[UInt8]] = []
+            try call.forEachKey(prefix: Glob.literalPrefix(pattern)) { key, _ in
+                if Glob.matches(pattern, key) { found.append(key) }
+                return true
+            }
+            out.arrayHeader(found.count)
+            for k in found { out.bulk(k) }
+        },
+        Command("scan", arity: -2, flags: [.readonly], group: "generic", since: "2.8.0",
+                summary: "Iterates over the key names in the database.",
+                arguments: "cursor [MATCH pattern] [COUNT count] [TYPE type]", handler: scan),
+        Command("randomkey", arity: 1, flags: [.readonly], group: "generic",
+                summary: "Returns a random key name from the database.", handler: randomKey),
+        Command("dbsize", arity: 1, flags: [.readonly, .fast], group: "server",
+                summary: "Returns the number of keys in the database.") { call, out throws(CommandError) in
+            var n = 0
+            try call.forEachKey { _, _ in n += 1; return true }
+            out.integer(n)
+        },
+        Command("flushdb", arity: -1, flags: [.write], group: "server",
+                summary: "Removes all keys from the current database (the connection's column family).",
+                arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
+            try checkFlushMode(call)
+            try flush(call, families: [call.family])
+            out.simpleString("OK")
+        },
+        Command("flushall", arity: -1, flags: [.write], group: "server",
+                summary: "Removes all keys from all column families.", arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
+            try checkFlushMode(call)
+            try flush(call, families: call.engine.allFamilies)
+            out.simpleString("OK")
+        },
+        expireCommand("expire", .seconds, absolute: false, "Sets the expiration time of a key in seconds.", "key seconds [NX|XX|GT|LT]"),
+        expireCommand("pexpire", .milliseconds, absolute: false, "Sets the expiration time of a key in milliseconds.", "key milliseconds [NX|XX|GT|LT]"),
+        expireCommand("expireat", .seconds, absolute: true, "Sets the expiration time of a key to a Unix timestamp.", "key unix-time-seconds [NX|XX|GT|LT]"),
+        expireCommand("pexpireat", .milliseconds, absolute: true, "Sets the expiration time of a key to a Unix milliseconds timestamp.", "key unix-time-milliseconds [NX|XX|GT|LT]"),
+        ttlCommand("ttl", "Returns the expiration time in seconds of a key.") { at, now in (at - now + 500) / 1000 },
+        ttlCommand("pttl", "Returns the expiration time in milliseconds of a key.") { at, now in at - now },
+        ttlCommand("expiretime", "Returns the expiration time of a key as a Unix timestamp.") { at, _ in at / 1000 },
+        ttlCommand("pexpiretime", "Returns the expiration time of a key as a Unix milliseconds timestamp.") { at, _ in at },
+        Command("persist", arity: 2, flags: [.write, .fast], keys: (1, 1, 1), group: "generic", since: "2.2.0",
+                summary: "Removes the expiration time of a key.", arguments: "key") { call, out throws(CommandError) in
+            let changed = try call.locked(call[1]) { () throws(CommandError) -> Bool in
+                guard let old = try call.read(call[1]), old.expiresAt != nil else { return false }
+                try call.write(call[1], old.payload)
+                return true
+            }
+            out.integer(changed ? 1 : 0)
+        },
+    ]
+
+    static func delete(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        let keys = Array(call.argv.dropFirst())
+        let n = try call.locked(keys) { () throws(CommandError) -> Int in
+            var present: [[UInt8]] = []
+            var seen = Set<[UInt8]>()
+            for k in keys where seen.insert(k).inserted {
+                if try call.exists(k) { present.append(k) }
+            }
+            if !present.isEmpty { try call.writeBatch([], deletes: present) }
+            return present.count
+        }
+        out.integer(n)
+    }
+
+    static func rename(_ call: Call, onlyIfNew: Bool) throws(CommandError) -> Bool {
+        let (from, to) = (call[1], call[2])
+        return try call.locked([from, to]) { () throws(CommandError) -> Bool in
+            guard let value = try call.read(from) else { throw .noSuchKey }
+            if from == to { return !onlyIfNew }
+            if onlyIfNew, try call.exists(to) { return false }
+            if let tx = call.session.transaction {
+                _ = tx
+                try call.write(to, value.payload, expiresAt: value.expiresAt)
+                try call.remove(from)
+            } else {
+                var batch = WriteBatch()
+                batch.put(to, ValueFormat.encode(value.payload, expiresAt: value.expiresAt), in: call.family.handle)
+                batch.delete(from, in: call.family.handle)
+                let options = call.engine.writeOptions
+                try call.engine.storage("rename") { try call.database.write(batch, options: options) }
+            }
+            return true
+        }
+    }
+
+    static func copy(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        var replace = false
+        var i = 3
+        while i < call.count {
+            if call[i].isKeyword("REPLACE") {
+                replace = true
+            } else if call[i].isKeyword("DB"), i + 1 < call.count {
+                guard try call.integer(i + 1) == 0 else { throw CommandError("ERR", "DB index is out of range") }
+                i += 1
+            } else {
+                throw .syntax
+            }
+            i += 1
+        }
+        let (from, to) = (call[1], call[2])
+        let copied = try call.locked([from, to]) { () throws(CommandError) -> Bool in
+            guard let value = try call.read(from) else { return false }
+            if from == to { return false }
+            if !replace, try call.exists(to) { return false }
+            try call.write(to, value.payload, expiresAt: value.expiresAt)
+            return true
+        }
+        out.integer(copied ? 1 : 0)
+    }
+
+    static func scan(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        guard let cursor = UInt64(call.text(1)) else { throw CommandError("ERR", "invalid cursor") }
+        var pattern: [UInt8]? = nil
+        var count = 10
+        var typeFilter: [UInt8]? = nil
+        var i = 2
+        while i < call.count {
+            guard i + 1 < call.count else { throw .syntax }
+            if call[i].isKeyword("MATCH") {
+                pattern = call[i + 1]
+            } else if call[i].isKeyword("COUNT") {
+                let c = try call.integer(i + 1)
+                guard c >= 1 else { throw .syntax }
+                count = Int(min(c, 1_000_000))
+            } else if call[i].isKeyword("TYPE") {
+                typeFilter = call[i + 1]
+            } else {
+                throw .syntax
+            }
+            i += 2
+        }
+        var start: [UInt8] = []
+        if cursor != 0 {
+            guard let after = call.engine.scanCursors.resume(cursor, family: call.family.name) else {
+                throw CommandError("ERR", "invalid cursor")
+            }
+            start = after + [0]  // the smallest key after `after`
+        }
+        var found: [[UInt8]] = []
+        var visited = 0
+        var last: [UInt8]? = nil
+        var more = false
+        let prefix = pattern.map(Glob.literalPrefix) ?? []
+        let wantStrings = typeFilter.map { $0.isKeyword("STRING") } ?? true
+        try call.forEachKey(from: start, prefix: prefix) { key, _ in
+            if visited == count {
+                more = true
+                return false
+            }
+            visited += 1
+            last = key
+            if wantStrings, pattern.map({ Glob.matches($0, key) }) ?? true { found.append(key) }
+            return true
+        }
+        out.arrayHeader(2)
+        if more, let last {
+            out.bulk(String(call.engine.scanCursors.save(family: call.family.name, after: last)))
+        } else {
+            out.bulk("0")
+        }
+        out.arrayHeader(found.count)
+        for k in found { out.bulk(k) }
+    }
+
+    static func randomKey(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        // Seek to a random point of the key space, wrapping to the start once.
+        var probe = [UInt8](repeating: 0, count: 8)
+        for i in probe.indices { probe[i] = UInt8.random(in: 0...255) }
+        var found: [UInt8]? = nil
+        try call.forEachKey(from: probe) { key, _ in found = key; return false }
+        if found == nil { try call.forEachKey { key, _ in found = key; return false } }
+        if let found { out.bulk(found) } else { out.null() }
+    }
+
+    static func checkFlushMode(_ call: Call) throws(CommandError) {
+        if call.count > 2 || (call.count == 2 && !call[1].isKeyword("ASYNC") && !call[1].isKeyword("SYNC")) {
+            throw .syntax
+        }
+    }
+
+    /// Deletes every key of the families: one range tombstone each, so it is O(1) in the
+    /// number of keys; compaction reclaims the space.
+    static func flush(_ call: Call, families: [Family]) throws(CommandError) {
+        for family in families {
+            let handle = family.handle
+            let last: [UInt8]? = try call.engine.storage("flush") {
+                try call.database.withCursor(in: handle) { cursor in
+                    cursor.seekToLast()
+                    return cursor.isValid ? cursor.key : nil
+                }
+            }
+            guard let last else { continue }
+            let options = call.engine.writeOptions
+            if let tx = call.session.transaction {
+                tx.batch.deleteRange(from: [], to: last + [0], in: handle)
+                tx.overlay[family.name] = [:]
+                tx.cleared.insert(family.name)
+            } else {
+                try call.engine.locks.withAll { () throws(CommandError) in
+                    try call.engine.storage("flush") { try call.database.deleteRange(from: [], to: last + [0], in: handle, options: options) }
+                }
+            }
+        }
+    }
+
+    static func expireCommand(_ name: String, _ unit: ExpiryUnit, absolute: Bool, _ summary: String, _ arguments: String) -> Command {
+        Command(name, arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "generic", summary: summary, arguments: arguments) {
+            call, out throws(CommandError) in
+            out.integer(try expire(call, unit, absolute: absolute) ? 1 : 0)
+        }
+    }
+
+    /// EXPIRE and friends with NX, XX, GT, LT: https://redis.io/docs/latest/commands/expire/
+    static func expire(_ call: Call, _ unit: ExpiryUnit, absolute: Bool) throws(CommandError) -> Bool {
+        var nx = false, xx = false, gt = false, lt = false
+        for i in 3..<call.count {
+            let a = call[i]
+            if a.isKeyword("NX") { nx = true }
+            else if a.isKeyword("XX") { xx = true }
+            else if a.isKeyword("GT") { gt = true }
+            else if a.isKeyword("LT") { lt = true }
+            else { throw CommandError("ERR", "Unsupported option \(call.text(i))") }
+        }
+        if nx && (xx || gt || lt) { throw CommandError("ERR", "NX and XX, GT or LT options at the same time are not compatible") }
+        if gt && lt { throw CommandError("ERR", "GT and LT options at the same time are not compatible") }
+        let value = try call.integer(2)
+        let at = try call.expiry(value, unit, absolute: absolute, allowNonPositive: true)
+        return try call.locked(call[1]) { () throws(CommandError) -> Bool in
+            guard let old = try call.read(call[1]) else { return false }
+            if nx && old.expiresAt != nil { return false }
+            if xx && old.expiresAt == nil { return false }
+            if gt && (old.expiresAt.map { at <= $0 } ?? true) { return false }
+            if lt, let current = old.expiresAt, at >= current { return false }
+            if at <= call.now {
+                try call.remove(call[1])
+                call.engine.stats.expiredKeys.increment()
+            } else {
+                try call.write(call[1], old.payload, expiresAt: at)
+            }
+            return true
+        }
+    }
+
+    static func ttlCommand(_ name: String, _ summary: String, _ transform: @escaping @Sendable (Int64, Int64) -> Int64) -> Command {
+        Command(name, arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "generic", summary: summary, arguments: "key") {
+            call, out throws(CommandError) in
+            let now = call.now
+            try call.withPayload(call[1]) { payload, expiresAt in
+                if payload == nil { out.integer(-2) }
+                else if let expiresAt { out.integer(max(0, transform(expiresAt, now))) }
+                else { out.integer(-1) }
+            }
+        }
+    }
+}

@@ -1,0 +1,304 @@
+import RESP
+
+/// The strings family: https://redis.io/docs/latest/commands/?group=string
+///
+/// Values are stored with Cairn's header (`ValueFormat`); every read skips expired values.
+/// Read-modify-write commands hold the key's stripe lock so they never interleave with another
+/// write of the same key.
+enum StringCommands {
+    static let all: [Command] = [
+        Command("get", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "string",
+                summary: "Returns the string value of a key.", arguments: "key") { call, out throws(CommandError) in
+            try call.withPayload(call[1]) { payload, _ in
+                if let payload {
+                    call.engine.stats.keyspaceHits.increment()
+                    out.bulk(payload)
+                } else {
+                    call.engine.stats.keyspaceMisses.increment()
+                    out.null()
+                }
+            }
+        },
+        Command("set", arity: -3, flags: [.write], keys: (1, 1, 1), group: "string",
+                summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
+                arguments: "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]",
+                handler: set),
+        Command("setnx", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
+                summary: "Set the string value of a key only when the key doesn't exist.", arguments: "key value") { call, out throws(CommandError) in
+            let created = try call.locked(call[1]) { () throws(CommandError) -> Bool in
+                if try call.exists(call[1]) { return false }
+                try call.write(call[1], call[2])
+                return true
+            }
+            out.integer(created ? 1 : 0)
+        },
+        Command("setex", arity: 4, flags: [.write], keys: (1, 1, 1), group: "string",
+                summary: "Sets the string value and expiration time of a key.", arguments: "key seconds value") { call, out throws(CommandError) in
+            let at = try call.expiry(call.integer(2), .seconds, absolute: false)
+            try call.locked(call[1]) { () throws(CommandError) in try call.write(call[1], call[3], expiresAt: at) }
+            out.simpleString("OK")
+        },
+        Command("psetex", arity: 4, flags: [.write], keys: (1, 1, 1), group: "string",
+                summary: "Sets both string value and expiration time in milliseconds of a key.", arguments: "key milliseconds value") { call, out throws(CommandError) in
+            let at = try call.expiry(call.integer(2), .milliseconds, absolute: false)
+            try call.locked(call[1]) { () throws(CommandError) in try call.write(call[1], call[3], expiresAt: at) }
+            out.simpleString("OK")
+        },
+        Command("getset", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
+                summary: "Returns the previous string value of a key after setting it to a new value.", arguments: "key value") { call, out throws(CommandError) in
+            let old = try call.locked(call[1]) { () throws(CommandError) -> StoredValue? in
+                let old = try call.read(call[1])
+                try call.write(call[1], call[2])
+                return old
+            }
+            if let old { out.bulk(old.payload) } else { out.null() }
+        },
+        Command("getdel", arity: 2, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
+                summary: "Returns the string value of a key after deleting the key.", arguments: "key") { call, out throws(CommandError) in
+            let old = try call.locked(call[1]) { () throws(CommandError) -> StoredValue? in
+                let old = try call.read(call[1])
+                if old != nil { try call.remove(call[1]) }
+                return old
+            }
+            if let old { out.bulk(old.payload) } else { out.null() }
+        },
+        Command("getex", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
+                summary: "Returns the string value of a key after setting its expiration time.",
+                arguments: "key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]",
+                handler: getex),
+        Command("mget", arity: -2, flags: [.readonly, .fast], keys: (1, -1, 1), group: "string",
+                summary: "Atomically returns the string values of one or more keys.", arguments: "key [key ...]") { call, out throws(CommandError) in
+            out.arrayHeader(call.count - 1)
+            for i in 1..<call.count {
+                try call.withPayload(call[i]) { payload, _ in
+                    if let payload { out.bulk(payload) } else { out.null() }
+                }
+            }
+        },
+        Command("mset", arity: -3, flags: [.write], keys: (1, -1, 2), group: "string",
+                summary: "Atomically creates or modifies the string values of one or more keys.", arguments: "key value [key value ...]") { call, out throws(CommandError) in
+            guard call.count % 2 == 1 else { throw .arity(call.name) }
+            let pairs = stride(from: 1, to: call.count, by: 2).map { (call[$0], call[$0 + 1]) }
+            try call.locked(pairs.map(\.0)) { () throws(CommandError) in try call.writeBatch(pairs) }
+            out.simpleString("OK")
+        },
+        Command("msetnx", arity: -3, flags: [.write], keys: (1, -1, 2), group: "string",
+                summary: "Atomically modifies the string values of one or more keys only when all keys don't exist.",
+                arguments: "key value [key value ...]") { call, out throws(CommandError) in
+            guard call.count % 2 == 1 else { throw .arity(call.name) }
+            let pairs = stride(from: 1, to: call.count, by: 2).map { (call[$0], call[$0 + 1]) }
+            let done = try call.locked(pairs.map(\.0)) { () throws(CommandError) -> Bool in
+                for (k, _) in pairs where try call.exists(k) { return false }
+                try call.writeBatch(pairs)
+                return true
+            }
+            out.integer(done ? 1 : 0)
+        },
+        Command("append", arity: 3, flags: [.write], keys: (1, 1, 1), group: "string",
+                summary: "Appends a string to the value of a key. Creates the key if it doesn't exist.", arguments: "key value") { call, out throws(CommandError) in
+            let length = try call.locked(call[1]) { () throws(CommandError) -> Int in
+                let old = try call.read(call[1])
+                let value = (old?.payload ?? []) + call[2]
+                try call.checkSize(value.count)
+                try call.write(call[1], value, expiresAt: old?.expiresAt)
+                return value.count
+            }
+            out.integer(length)
+        },
+        Command("strlen", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "string",
+                summary: "Returns the length of a string value.", arguments: "key") { call, out throws(CommandError) in
+            try call.withPayload(call[1]) { payload, _ in out.integer(payload?.count ?? 0) }
+        },
+        Command("getrange", arity: 4, flags: [.readonly], keys: (1, 1, 1), group: "string",
+                summary: "Returns a substring of the string stored at a key.", arguments: "key start end", handler: getrange),
+        Command("substr", arity: 4, flags: [.readonly], keys: (1, 1, 1), group: "string",
+                summary: "Returns a substring from a string value.", arguments: "key start end", handler: getrange),
+        Command("setrange", arity: 4, flags: [.write], keys: (1, 1, 1), group: "string",
+                summary: "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.",
+                arguments: "key offset value", handler: setrange),
+        incrementCommand("incr", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key") { _ throws(CommandError) in 1 },
+        incrementCommand("decr", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key") { _ throws(CommandError) in -1 },
+        incrementCommand("incrby", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment") { call throws(CommandError) in
+            try call.integer(2)
+        },
+        incrementCommand("decrby", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "key decrement") { call throws(CommandError) in
+            let v = try call.integer(2)
+            guard v != Int64.min else { throw CommandError("ERR", "decrement would overflow") }
+            return -v
+        },
+        Command("incrbyfloat", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
+                summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+                arguments: "key increment") { call, out throws(CommandError) in
+            guard let delta = Bytes.double(call[2]) else { throw .notFloat }
+            let text = try call.locked(call[1]) { () throws(CommandError) -> String in
+                let old = try call.read(call[1])
+                var base = 0.0
+                if let old {
+                    guard let v = Bytes.double(old.payload) else { throw .notFloat }
+                    base = v
+                }
+                let result = base + delta
+                guard result.isFinite else { throw CommandError("ERR", "increment would produce NaN or Infinity") }
+                let text = Bytes.humanDouble(result)
+                try call.write(call[1], Array(text.utf8), expiresAt: old?.expiresAt)
+                return text
+            }
+            out.bulk(text)
+        },
+    ]
+
+    static func incrementCommand(
+        _ name: String, _ summary: String, _ arguments: String, delta: @escaping @Sendable (Call) throws(CommandError) -> Int64
+    ) -> Command {
+        Command(name, arity: name.hasSuffix("by") ? 3 : 2, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
+                summary: summary, arguments: arguments) { call, out throws(CommandError) in
+            out.integer(try increment(call, by: delta(call)))
+        }
+    }
+
+    /// INCR and friends. On a family whose merge operator is `add` the increment is a blind
+    /// merge (no read); otherwise read, add and write under the key's lock. TTL is kept.
+    static func increment(_ call: Call, by delta: Int64) throws(CommandError) -> Int64 {
+        try call.locked(call[1]) { () throws(CommandError) -> Int64 in
+            let old = try call.read(call[1])
+            var base: Int64 = 0
+            if let old {
+                guard let v = Bytes.int64(old.payload) else { throw .notInteger }
+                base = v
+            }
+            let (result, overflow) = base.addingReportingOverflow(delta)
+            if overflow { throw .overflow }
+            try call.write(call[1], Bytes.decimal(result), expiresAt: old?.expiresAt)
+            return result
+        }
+    }
+
+    static func set(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        var nx = false, xx = false, get = false, keepTTL = false
+        var expiresAt: Int64? = nil
+        var i = 3
+        while i < call.count {
+            let a = call[i]
+            let hasNext = i + 1 < call.count
+            if a.isKeyword("NX") && !xx {
+                nx = true
+            } else if a.isKeyword("XX") && !nx {
+                xx = true
+            } else if a.isKeyword("GET") {
+                get = true
+            } else if a.isKeyword("KEEPTTL") && expiresAt == nil {
+                keepTTL = true
+            } else if hasNext && !keepTTL && expiresAt == nil,
+                      let (unit, absolute) = expiryOption(a) {
+                expiresAt = try call.expiry(call.integer(i + 1), unit, absolute: absolute)
+                i += 1
+            } else {
+                throw .syntax
+            }
+            i += 1
+        }
+        let key = call[1]
+        let needsOld = nx || xx || get || keepTTL
+        let reply = try call.locked(key) { () throws(CommandError) -> (set: Bool, old: StoredValue?) in
+            let old = needsOld ? try call.read(key) : nil
+            if (nx && old != nil) || (xx && old == nil) { return (false, old) }
+            let at = keepTTL ? old?.expiresAt : expiresAt
+            if let at, at <= call.now {
+                try call.remove(key)
+            } else {
+                try call.write(key, call[2], expiresAt: at)
+            }
+            return (true, old)
+        }
+        if get {
+            if let old = reply.old { out.bulk(old.payload) } else { out.null() }
+        } else if reply.set {
+            out.simpleString("OK")
+        } else {
+            out.null()
+        }
+    }
+
+    /// EX, PX, EXAT, PXAT: the unit and whether the time is absolute.
+    static func expiryOption(_ a: [UInt8]) -> (ExpiryUnit, Bool)? {
+        if a.isKeyword("EX") { return (.seconds, false) }
+        if a.isKeyword("PX") { return (.milliseconds, false) }
+        if a.isKeyword("EXAT") { return (.seconds, true) }
+        if a.isKeyword("PXAT") { return (.milliseconds, true) }
+        return nil
+    }
+
+    static func getex(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        enum Change { case none, persist, at(Int64) }
+        var change = Change.none
+        var i = 2
+        while i < call.count {
+            let a = call[i]
+            if a.isKeyword("PERSIST"), case .none = change {
+                change = .persist
+            } else if i + 1 < call.count, case .none = change, let (unit, absolute) = expiryOption(a) {
+                change = .at(try call.expiry(call.integer(i + 1), unit, absolute: absolute))
+                i += 1
+            } else {
+                throw .syntax
+            }
+            i += 1
+        }
+        let key = call[1]
+        let value = try call.locked(key) { () throws(CommandError) -> StoredValue? in
+            guard let old = try call.read(key) else { return nil }
+            switch change {
+            case .none: break
+            case .persist: if old.expiresAt != nil { try call.write(key, old.payload) }
+            case .at(let at):
+                if at <= call.now { try call.remove(key) } else { try call.write(key, old.payload, expiresAt: at) }
+            }
+            return old
+        }
+        if let value { out.bulk(value.payload) } else { out.null() }
+    }
+
+    static func getrange(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        var start = try call.integer(2)
+        var end = try call.integer(3)
+        try call.withPayload(call[1]) { payload, _ in
+            let count = Int64(payload?.count ?? 0)
+            guard let payload, count > 0, !(start < 0 && end < 0 && start > end) else { out.bulk([UInt8]()); return }
+            if start < 0 { start = count + start }
+            if end < 0 { end = count + end }
+            if start < 0 { start = 0 }
+            if end < 0 { end = 0 }
+            if end >= count { end = count - 1 }
+            if start > end { out.bulk([UInt8]()); return }
+            out.bulk(UnsafeRawBufferPointer(rebasing: payload[Int(start)...Int(end)]))
+        }
+    }
+
+    static func setrange(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        let offset = try call.integer(2)
+        guard offset >= 0 else { throw CommandError("ERR", "offset is out of range") }
+        let patch = call[3]
+        let length = try call.locked(call[1]) { () throws(CommandError) -> Int in
+            let old = try call.read(call[1])
+            if patch.isEmpty { return old?.payload.count ?? 0 }
+            let (end, overflow) = offset.addingReportingOverflow(Int64(patch.count))
+            let limit = Int64(call.engine.configuration.protoMaxBulkLen)
+            if overflow || end > limit { throw CommandError("ERR", "string exceeds maximum allowed size (proto-max-bulk-len)") }
+            var value = old?.payload ?? []
+            if value.count < Int(end) { value.append(contentsOf: repeatElement(0, count: Int(end) - value.count)) }
+            value.replaceSubrange(Int(offset)..<Int(end), with: patch)
+            try call.write(call[1], value, expiresAt: old?.expiresAt)
+            return value.count
+        }
+        out.integer(length)
+    }
+}
+
+extension Call {
+    /// Refuses values larger than `proto-max-bulk-len`, as Redis does for APPEND and SETRANGE.
+    func checkSize(_ count: Int) throws(CommandError) {
+        if count > engine.configuration.protoMaxBulkLen {
+            throw CommandError("ERR", "string exceeds maximum allowed size (proto-max-bulk-len)")
+        }
+    }
+}

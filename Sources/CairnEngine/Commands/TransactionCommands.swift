@@ -1,0 +1,98 @@
+import RESP
+import Rocks
+
+/// MULTI / EXEC / DISCARD / WATCH / UNWATCH: https://redis.io/docs/latest/develop/interact/transactions/
+///
+/// The writes of one EXEC commit as one RocksDB write batch (atomic across column families);
+/// commands of the transaction read the writes queued before them through an overlay. EXEC
+/// holds the write locks of every key its commands name, so no other client's write lands in
+/// the middle. WATCH remembers the version of each key's lock stripe; a write to any key of
+/// that stripe aborts EXEC (a rare false conflict, never a missed one).
+enum TransactionCommands {
+    static let all: [Command] = [
+        Command("multi", arity: 1, flags: [.noMulti, .fast], group: "transactions", since: "1.2.0",
+                summary: "Starts a transaction.") { call, out throws(CommandError) in
+            guard !call.session.inTransaction else { throw CommandError("ERR", "MULTI calls can not be nested") }
+            call.session.queued = []
+            call.session.transactionFailed = false
+            out.simpleString("OK")
+        },
+        Command("discard", arity: 1, flags: [.noMulti, .fast], group: "transactions", since: "2.0.0",
+                summary: "Discards a transaction.") { call, out throws(CommandError) in
+            guard call.session.inTransaction else { throw CommandError("ERR", "DISCARD without MULTI") }
+            call.session.queued = nil
+            call.session.watched = []
+            out.simpleString("OK")
+        },
+        Command("watch", arity: -2, flags: [.noMulti, .fast], keys: (1, -1, 1), group: "transactions", since: "2.2.0",
+                summary: "Monitors changes to keys to determine the execution of a transaction.", arguments: "key [key ...]") {
+            call, out throws(CommandError) in
+            guard !call.session.inTransaction else { throw CommandError("ERR", "WATCH inside MULTI is not allowed") }
+            let locks = call.engine.locks
+            for i in 1..<call.count {
+                let stripe = locks.stripe(for: call[i], in: call.family)
+                call.session.watched.append(WatchedKey(stripe: stripe, version: locks.version(ofStripe: stripe)))
+            }
+            out.simpleString("OK")
+        },
+        Command("unwatch", arity: 1, flags: [.noMulti, .fast], group: "transactions", since: "2.2.0",
+                summary: "Forgets about watched keys of a transaction.") { call, out throws(CommandError) in
+            call.session.watched = []
+            out.simpleString("OK")
+        },
+        Command("exec", arity: 1, flags: [.noMulti], group: "transactions", since: "1.2.0",
+                summary: "Executes all commands in a transaction.", handler: exec),
+    ]
+
+    static func exec(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        let session = call.session
+        guard let queued = session.queued else { throw CommandError("ERR", "EXEC without MULTI") }
+        let watched = session.watched
+        session.queued = nil
+        session.watched = []
+        if session.transactionFailed {
+            session.transactionFailed = false
+            throw CommandError("EXECABORT", "Transaction discarded because of previous errors.")
+        }
+        let engine = call.engine
+        var commands: [(Command, [[UInt8]])] = []
+        var keys: [[UInt8]] = []
+        var needsAll = false
+        for argv in queued {
+            guard case .success(let command) = engine.lookup(argv, first: argv[0]) else { continue }
+            commands.append((command, argv))
+            let k = command.keys(in: argv)
+            keys += k
+            // A write naming no key (FLUSHDB) or a family switch could touch anything.
+            if k.isEmpty && (command.flags.contains(.write) || command.name.hasPrefix("cf.")) { needsAll = true }
+        }
+        let family = session.family
+        let run = { () throws(CommandError) -> [UInt8]? in
+            for w in watched where engine.locks.heldVersion(w.stripe) != w.version { return nil }
+            let tx = Transaction()
+            session.transaction = tx
+            defer {
+                session.transaction = nil
+                session.family = family
+            }
+            var replies = RESPWriter(version: out.version)
+            replies.arrayHeader(commands.count)
+            for (command, argv) in commands {
+                engine.run(command, argv, session: session, out: &replies)
+            }
+            if tx.batch.count > 0 {
+                let options = engine.writeOptions
+                try engine.storage("EXEC commit") { try engine.database.write(tx.batch, options: options) }
+            }
+            return replies.bytes
+        }
+        // A family switch inside the transaction (CF.USE) is undone at the end; the locks are
+        // taken in the family current at EXEC, which covers the usual case.
+        let result = try engine.locks.withLocks(keys, in: family, plus: watched.map(\.stripe), all: needsAll, run)
+        guard let result else {
+            out.nullArray()
+            return
+        }
+        out.bytes.append(contentsOf: result)
+    }
+}

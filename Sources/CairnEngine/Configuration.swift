@@ -1,0 +1,69 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every setting of a Cairn server, as one documented value.
+///
+/// `config/cairn.conf` and `cairnd`'s flags only fill this in; `CONFIG GET/SET/REWRITE` use the
+/// same names through `ConfigOption.all`. Each property's comment gives its default and effect.
+public struct Configuration: Sendable, Equatable {
+    /// Address to listen on. Default `127.0.0.1` (loopback only).
+    public var bind = "127.0.0.1"
+    /// TCP port. Default 7379; 0 picks a free port (logged, and written to `port-file`).
+    public var port = 7379
+    /// Where the database lives. Default `./data`.
+    public var dir = "./data"
+    /// Where backups go; empty means `<dir>/backups`.
+    public var backupDir = ""
+    /// Password of the default user; empty means no authentication. Default empty.
+    public var requirepass = ""
+    /// Most clients connected at once; the next gets `-ERR max number of clients reached`. Default 10000.
+    public var maxclients = 10000
+    /// Close a client idle this many seconds; 0 never. Default 0.
+    public var timeout = 0
+    /// Seconds between TCP keepalive probes; 0 disables. Default 300.
+    public var tcpKeepalive = 300
+    /// Largest single bulk string a client may send. Default 512 MiB.
+    public var protoMaxBulkLen = 512 * 1024 * 1024
+    /// Most bytes of unparsed requests kept for one client. Default 1 GiB.
+    public var clientQueryBufferLimit = 1024 * 1024 * 1024
+    /// Most bytes of pending replies for one client before it is disconnected. Default 256 MiB.
+    public var clientOutputBufferLimit = 256 * 1024 * 1024
+    /// WAL sync policy, as Redis's appendfsync: `always` (sync before replying; concurrent writers
+    /// share one sync), `everysec` (default: sync once a second, a process crash loses nothing, an
+    /// OS crash at most about a second), `no` (the OS decides).
+    public var appendfsync = FsyncPolicy.everysec
+    /// Log level: debug, verbose, notice, warning (Redis names; also trace/info/error). Default notice.
+    public var loglevel = "notice"
+    /// Shared LRU block cache for all column families, bytes. Default 256 MiB.
+    public var blockCacheSize = 256 * 1024 * 1024
+    /// Memtable size per column family, bytes. Default 64 MiB.
+    public var writeBufferSize = 64 * 1024 * 1024
+    /// Table compression: no, snappy, zlib, lz4, zstd. Default lz4.
+    public var compression = "lz4"
+    /// Bloom filter bits per key; 0 disables. Default 10.
+    public var bloomBitsPerKey = 10.0
+    /// RocksDB background flush and compaction jobs. Default: the number of cores (at least 2).
+    public var maxBackgroundJobs = Configuration.defaultBackgroundJobs
+    /// Commands slower than this many microseconds go to the slow log; negative disables. Default 10000.
+    public var slowlogLogSlowerThan = 10000
+    /// Entries kept in the slow log. Default 128.
+    public var slowlogMaxLen = 128
+    /// Path of a file to write the listening port into once ready; empty for none.
+    public var portFile = ""
+
+    public init() {}
+
+    public static var defaultBackgroundJobs: Int {
+        max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+
+    /// The directory backups go to.
+    public var resolvedBackupDir: String { backupDir.isEmpty ? dir + "/backups" : backupDir }
+}
+
+/// How often the WAL is synced; names as Redis's `appendfsync`.
+public enum FsyncPolicy: String, Sendable, CaseIterable {
+    case always, everysec, no
+}
+

@@ -1,0 +1,233 @@
+public import Logging
+public import RESP
+public import Rocks
+import Synchronization
+
+/// Runs Redis commands against a RocksDB database, in-process.
+///
+/// One engine serves every connection. `execute(_:session:out:)` is called on the session's
+/// connection queue, many sessions at once: RocksDB's reads and writes are thread-safe, and
+/// `KeyLocks` serialises writers of the same key. Handlers live in `Commands/`, one file per family.
+///
+/// `@unchecked Sendable`: `database` is replaced only by `reopen(_:)`, which the server calls while
+/// it holds every worker queue (no command runs); everything else is immutable or locked.
+public final class Engine: @unchecked Sendable {
+    public let logger: Logger
+    public let clients = ClientRegistry()
+    public let stats = EngineStats()
+    public let table: CommandTable
+    let locks = KeyLocks()
+    let scanCursors = ScanCursors()
+    let config: Mutex<Configuration>
+    let syncWrites: Atomic<Bool>
+    let startedAt = Clock.microseconds()
+    /// Unix seconds of the last successful backup (the start time until one is made): LASTSAVE.
+    public let lastSave = Atomic<Int64>(Clock.milliseconds() / 1000)
+    public private(set) var database: Database
+    private let families: Mutex<[String: Family]>
+    public private(set) var defaultFamily: Family
+    /// Set once by the server before it serves.
+    public nonisolated(unsafe) weak var hooks: (any ServerHooks)?
+
+    /// The family that records which merge operator each family uses.
+    static let metaFamilyName = "cairn.meta"
+
+    /// Opens (creating if needed) the database in `configuration.dir`.
+    public init(configuration: Configuration, logger: Logger) throws {
+        self.logger = logger
+        self.config = Mutex(configuration)
+        self.syncWrites = Atomic(configuration.appendfsync == .always)
+        self.table = CommandTable.standard
+        let (db, families, defaultFamily) = try Engine.openDatabase(configuration)
+        self.database = db
+        self.families = Mutex(families)
+        self.defaultFamily = defaultFamily
+    }
+
+    static func databaseOptions(_ c: Configuration) -> DatabaseOptions {
+        var o = DatabaseOptions()
+        o.blockCacheBytes = c.blockCacheSize
+        o.writeBufferBytes = c.writeBufferSize
+        o.bloomBitsPerKey = c.bloomBitsPerKey
+        o.compression = Compression(rawValue: c.compression == "no" ? "none" : c.compression) ?? .lz4
+        o.backgroundJobs = c.maxBackgroundJobs
+        return o
+    }
+
+    static func familyOptions(_ name: String) -> ColumnFamilyOptions {
+        var o = ColumnFamilyOptions()
+        o.mergeOperator = EngineMergeOperator()
+        o.compactionFilter = ExpiryCompactionFilter()
+        return o
+    }
+
+    static func openDatabase(_ c: Configuration) throws -> (Database, [String: Family], Family) {
+        try makeDirectory(c.dir)
+        let db = try Database.open(at: c.dir, options: databaseOptions(c), familyOptions: familyOptions)
+        let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)
+        var families: [String: Family] = [:]
+        for handle in db.families where handle.name != metaFamilyName {
+            let op = try db.get(Array("family:\(handle.name)".utf8), in: meta).map { Bytes.text($0) }
+            families[handle.name] = Family(name: handle.name, handle: handle, mergeOperator: op?.isEmpty == false ? op : nil)
+        }
+        guard let defaultFamily = families["default"] else {
+            throw StorageError(code: .corruption, message: "the database has no default column family")
+        }
+        return (db, families, defaultFamily)
+    }
+
+    /// Closes the database. The server calls this at shutdown, after the last command ran.
+    public func close() throws {
+        try database.flushWAL(sync: true)
+        try database.close()
+    }
+
+    /// Syncs the WAL (the `everysec` timer calls this once a second).
+    public func syncWAL() {
+        do {
+            try database.flushWAL(sync: true)
+            stats.walSyncs.increment()
+        } catch {
+            logger.error("WAL sync failed: \(error)")
+        }
+    }
+
+    public var configuration: Configuration { config.withLock { $0 } }
+
+    /// Applies a new configuration (CONFIG SET, already validated).
+    func update(_ change: (inout Configuration) throws(CommandError) -> Void) throws(CommandError) {
+        let updated = try config.withLock { (c: inout Configuration) throws(CommandError) -> Configuration in
+            var copy = c
+            try change(&copy)
+            c = copy
+            return copy
+        }
+        syncWrites.store(updated.appendfsync == .always, ordering: .relaxed)
+        hooks?.configurationChanged(updated)
+    }
+
+    var writeOptions: WriteOptions { WriteOptions(sync: syncWrites.load(ordering: .relaxed)) }
+
+    // MARK: sessions and dispatch
+
+    /// A session for a new connection, in the default family.
+    public func makeSession(record: ClientRecord) -> Session {
+        let needsAuth = !config.withLock { $0.requirepass }.isEmpty
+        return Session(record: record, authenticated: !needsAuth, family: defaultFamily)
+    }
+
+    /// Releases what a closed connection owned (snapshots, iterators come with issue 4's commands).
+    public func connectionClosed(_ session: Session) {
+        session.queued = nil
+        session.watched = []
+    }
+
+    /// Runs one request and appends its reply to `out`.
+    public func execute(_ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
+        stats.commandsProcessed.increment()
+        guard let first = argv.first else { return }
+        let lookedUp = lookup(argv, first: first)
+        let command: Command
+        switch lookedUp {
+        case .failure(let error):
+            if session.inTransaction { session.transactionFailed = true }
+            reply(error, to: &out)
+            return
+        case .success(let c):
+            command = c
+        }
+        if !session.authenticated && !command.flags.contains(.noAuth) {
+            if session.inTransaction { session.transactionFailed = true }
+            reply(.noAuth, to: &out)
+            return
+        }
+        if session.inTransaction && !command.flags.contains(.noMulti) {
+            session.queued?.append(argv)
+            out.simpleString("QUEUED")
+            return
+        }
+        run(command, argv, session: session, out: &out)
+    }
+
+    /// Runs an already-checked command; used by EXEC for each queued request too.
+    func run(_ command: Command, _ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
+        let call = Call(engine: self, session: session, argv: argv, name: command.name)
+        do {
+            try command.handler(call, &out)
+        } catch {
+            reply(error, to: &out)
+        }
+    }
+
+    func reply(_ error: CommandError, to out: inout RESPWriter) {
+        stats.errorReplies.increment()
+        out.error(error.wire)
+    }
+
+    /// Finds the command (and subcommand) and checks arity, with Redis's error texts.
+    func lookup(_ argv: [[UInt8]], first: [UInt8]) -> Result<Command, CommandError> {
+        guard let command = table.commands[Bytes.lowercased(first)] else {
+            let args = argv.dropFirst().prefix(20).map { "'\(Bytes.text(Array($0.prefix(128))))'" }.joined(separator: " ")
+            return .failure(CommandError("ERR", "unknown command '\(Bytes.text(Array(first.prefix(128))))', with args beginning with: \(args)\(args.isEmpty ? "" : " ")"))
+        }
+        guard command.accepts(argv.count) else { return .failure(.arity(command.name)) }
+        if command.subcommands.isEmpty { return .success(command) }
+        let subName = Bytes.lowercased(argv[1])
+        guard let sub = command.subcommands[subName] else {
+            return .failure(CommandError("ERR", "unknown subcommand '\(Bytes.text(Array(argv[1].prefix(128))))'. Try \(command.name.uppercased()) HELP."))
+        }
+        guard sub.accepts(argv.count) else { return .failure(.arity(sub.name)) }
+        return .success(sub)
+    }
+
+    // MARK: families
+
+    public func family(named name: String) -> Family? { families.withLock { $0[name] } }
+    public var allFamilies: [Family] { families.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
+
+    func registerFamily(_ family: Family) { families.withLock { $0[family.name] = family } }
+    func unregisterFamily(_ name: String) { families.withLock { _ = $0.removeValue(forKey: name) } }
+
+    /// Runs a storage call, turning a RocksDB failure into a reply a person can act on.
+    /// The detail goes to the log.
+    func storage<T>(_ what: String, _ body: () throws -> T) throws(CommandError) -> T {
+        do {
+            return try body()
+        } catch let error as StorageError {
+            logger.error("\(what) failed: \(error)")
+            throw Engine.commandError(for: error)
+        } catch let error as CommandError {
+            throw error
+        } catch {
+            logger.error("\(what) failed: \(error)")
+            throw CommandError("ERR", "internal error; see the server log")
+        }
+    }
+
+    static func commandError(for error: StorageError) -> CommandError {
+        switch error.code {
+        case .noSpace: CommandError("ERR", "write failed: no space left on the data disk; reads still work")
+        case .familyDropped: CommandError("ERR", "the column family was dropped; use CF.USE to pick another")
+        case .closed: CommandError("ERR", "the database is closed (restore or shutdown in progress)")
+        case .busy, .tryAgain: CommandError("ERR", "storage busy, try again")
+        case .corruption: CommandError("ERR", "storage corruption detected; see the server log")
+        case .ioError: CommandError("ERR", "storage I/O error; see the server log")
+        default: CommandError("ERR", "storage error; see the server log")
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Creates a directory and its parents if missing.
+func makeDirectory(_ path: String) throws {
+    var built = path.hasPrefix("/") ? "/" : ""
+    for part in path.split(separator: "/") {
+        built += part + "/"
+        if mkdir(built, 0o755) != 0 && errno != EEXIST {
+            throw StorageError(code: .ioError, message: "cannot create directory \(built): \(String(cString: strerror(errno)))")
+        }
+    }
+}

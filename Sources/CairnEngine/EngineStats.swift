@@ -1,0 +1,30 @@
+import Synchronization
+
+/// Counters INFO reports. Relaxed atomics: each is an independent tally.
+public final class EngineStats: Sendable {
+    public let commandsProcessed = Atomic<Int>(0)
+    public let connectionsReceived = Atomic<Int>(0)
+    public let rejectedConnections = Atomic<Int>(0)
+    public let keyspaceHits = Atomic<Int>(0)
+    public let keyspaceMisses = Atomic<Int>(0)
+    public let expiredKeys = Atomic<Int>(0)
+    public let errorReplies = Atomic<Int>(0)
+    public let netInputBytes = Atomic<Int>(0)
+    public let netOutputBytes = Atomic<Int>(0)
+    public let walSyncs = Atomic<Int>(0)
+
+    public init() {}
+
+    func reset() {
+        for counter in [commandsProcessed, connectionsReceived, rejectedConnections, keyspaceHits, keyspaceMisses,
+                        expiredKeys, errorReplies, netInputBytes, netOutputBytes, walSyncs] {
+            counter.store(0, ordering: .relaxed)
+        }
+    }
+}
+
+extension Atomic where Value == Int {
+    @inline(__always)
+    public func increment(by n: Int = 1) { _ = add(n, ordering: .relaxed) }
+    public var value: Int { load(ordering: .relaxed) }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import Rocks
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The text of INFO: Redis's sections plus `rocksdb`. https://redis.io/docs/latest/commands/info/
+enum InfoReport {
+    static let defaultSections = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "keyspace", "rocksdb"]
+
+    static func render(_ engine: Engine, session: Session, sections requested: [String]) throws(CommandError) -> String {
+        var sections = requested.isEmpty || requested.contains(where: { ["all", "default", "everything"].contains($0) })
+            ? defaultSections : requested
+        sections = sections.filter { defaultSections.contains($0) }
+        var out = ""
+        for name in sections {
+            if !out.isEmpty { out += "\r\n" }
+            out += "# \(name == "rocksdb" ? "RocksDB" : name.prefix(1).uppercased() + name.dropFirst())\r\n"
+            for (key, value) in try lines(name, engine, session) { out += "\(key):\(value)\r\n" }
+        }
+        return out
+    }
+
+    static func lines(_ section: String, _ engine: Engine, _ session: Session) throws(CommandError) -> [(String, String)] {
+        let config = engine.configuration
+        let stats = engine.stats
+        let db = engine.database
+        switch section {
+        case "server":
+            let uptime = (Clock.microseconds() - engine.startedAt) / 1_000_000
+            return [
+                ("redis_version", ServerCommands.redisVersion),
+                ("cairn_version", ServerCommands.cairnVersion),
+                ("redis_mode", "standalone"),
+                ("os", osName()),
+                ("arch_bits", "64"),
+                ("process_id", String(getpid())),
+                ("uptime_in_seconds", String(uptime)),
+                ("uptime_in_days", String(uptime / 86400)),
+                ("executable", "cairnd"),
+                ("config_file", engine.hooks?.configFilePath ?? ""),
+            ] + (engine.hooks?.serverInfo() ?? [])
+        case "clients":
+            return [
+                ("connected_clients", String(engine.clients.count)),
+                ("maxclients", String(config.maxclients)),
+                ("blocked_clients", "0"),
+            ]
+        case "memory":
+            let rss = residentBytes()
+            let memtables = sum(engine, "rocksdb.cur-size-all-mem-tables")
+            let cache = db.integerProperty("rocksdb.block-cache-usage") ?? 0
+            return [
+                ("used_memory", String(rss)),
+                ("used_memory_human", human(rss)),
+                ("used_memory_rss", String(rss)),
+                ("used_memory_rss_human", human(rss)),
+                ("maxmemory", "0"),
+                ("rocksdb_memtables", String(memtables)),
+                ("rocksdb_block_cache_usage", String(cache)),
+                ("rocksdb_block_cache_capacity", String(config.blockCacheSize)),
+            ]
+        case "persistence":
+            return [
+                ("loading", "0"),
+                ("rdb_changes_since_last_save", "0"),
+                ("rdb_bgsave_in_progress", "0"),
+                ("rdb_last_save_time", String(engine.lastSave.load(ordering: .relaxed))),
+                ("rdb_last_bgsave_status", "ok"),
+                ("aof_enabled", "1"),
+                ("aof_rewrite_in_progress", "0"),
+                ("appendfsync", config.appendfsync.rawValue),
+                ("wal_syncs", String(stats.walSyncs.value)),
+                ("backup_dir", config.resolvedBackupDir),
+            ]
+        case "stats":
+            return [
+                ("total_connections_received", String(stats.connectionsReceived.value)),
+                ("total_commands_processed", String(stats.commandsProcessed.value)),
+                ("total_net_input_bytes", String(stats.netInputBytes.value)),
+                ("total_net_output_bytes", String(stats.netOutputBytes.value)),
+                ("rejected_connections", String(stats.rejectedConnections.value)),
+                ("expired_keys", String(stats.expiredKeys.value)),
+                ("evicted_keys", "0"),
+                ("keyspace_hits", String(stats.keyspaceHits.value)),
+                ("keyspace_misses", String(stats.keyspaceMisses.value)),
+                ("total_error_replies", String(stats.errorReplies.value)),
+            ]
+        case "replication":
+            return [("role", "master"), ("connected_slaves", "0")]
+        case "cpu":
+            var usage = rusage()
+            getrusage(RUSAGE_SELF, &usage)
+            func seconds(_ t: timeval) -> String {
+                let us = Int(t.tv_sec) * 1_000_000 + Int(t.tv_usec)
+                return "\(us / 1_000_000).\(String(us % 1_000_000).leftPadded(6))"
+            }
+            return [("used_cpu_sys", seconds(usage.ru_stime)), ("used_cpu_user", seconds(usage.ru_utime))]
+        case "keyspace":
+            let keys = engine.allFamilies.reduce(UInt64(0)) { $0 + (db.integerProperty("rocksdb.estimate-num-keys", in: $1.handle) ?? 0) }
+            return keys == 0 ? [] : [("db0", "keys=\(keys),expires=0,avg_ttl=0")]
+        case "rocksdb":
+            var lines: [(String, String)] = [
+                ("families", String(engine.allFamilies.count)),
+                ("estimate_num_keys", String(sum(engine, "rocksdb.estimate-num-keys"))),
+                ("live_sst_files_size", String(sum(engine, "rocksdb.live-sst-files-size"))),
+                ("total_sst_files_size", String(sum(engine, "rocksdb.total-sst-files-size"))),
+                ("memtables_size", String(sum(engine, "rocksdb.cur-size-all-mem-tables"))),
+                ("estimate_pending_compaction_bytes", String(sum(engine, "rocksdb.estimate-pending-compaction-bytes"))),
+                ("num_running_compactions", String(db.integerProperty("rocksdb.num-running-compactions") ?? 0)),
+                ("num_running_flushes", String(db.integerProperty("rocksdb.num-running-flushes") ?? 0)),
+                ("block_cache_usage", String(db.integerProperty("rocksdb.block-cache-usage") ?? 0)),
+                ("open_snapshots", String(db.openSnapshotCount)),
+                ("open_cursors", String(db.openCursorCount)),
+                ("latest_sequence_number", String(db.latestSequenceNumber)),
+            ]
+            lines.append(("current_family", session.family.name))
+            return lines
+        default:
+            return []
+        }
+    }
+
+    static func sum(_ engine: Engine, _ property: String) -> UInt64 {
+        engine.allFamilies.reduce(UInt64(0)) { $0 + (engine.database.integerProperty(property, in: $1.handle) ?? 0) }
+    }
+
+    /// Resident set size from /proc/self/statm.
+    static func residentBytes() -> Int {
+        guard let f = fopen("/proc/self/statm", "r") else { return 0 }
+        defer { fclose(f) }
+        var size = 0, resident = 0
+        guard withUnsafeMutablePointer(to: &size, { s in withUnsafeMutablePointer(to: &resident) { r in
+            withVaList([s, r]) { vfscanf(f, "%ld %ld", $0) }
+        } }) == 2 else { return 0 }
+        return resident * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    static func human(_ bytes: Int) -> String {
+        let units = ["B", "K", "M", "G", "T"]
+        var v = Double(bytes)
+        var i = 0
+        while v >= 1024 && i < units.count - 1 { v /= 1024; i += 1 }
+        return i == 0 ? "\(bytes)B" : String(format: "%.2f%@", v, units[i])
+    }
+
+    static func osName() -> String {
+        var u = utsname()
+        uname(&u)
+        func field<T>(_ t: T) -> String {
+            withUnsafeBytes(of: t) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        }
+        return "\(field(u.sysname)) \(field(u.release)) \(field(u.machine))"
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

@@ -1,0 +1,176 @@
+import Rocks
+
+/// A live value as handlers see it: the payload and its expiry.
+struct StoredValue {
+    var payload: [UInt8]
+    var expiresAt: Int64?
+}
+
+/// The writes of one EXEC: a RocksDB write batch plus an overlay so later commands of the same
+/// transaction read what earlier ones wrote.
+final class Transaction {
+    var batch = WriteBatch()
+    /// Per family name, per key: the stored bytes (header included) or nil when deleted.
+    var overlay: [String: [[UInt8]: [UInt8]?]] = [:]
+    /// Families FLUSHDB'd inside this transaction: keys not in the overlay read as missing.
+    var cleared: Set<String> = []
+}
+
+/// Key-level storage operations for handlers: expiry-aware reads, locked writes, and
+/// transparent batching while EXEC runs.
+extension Call {
+    var database: Database { engine.database }
+    var family: Family { session.family }
+    var now: Int64 { Clock.milliseconds() }
+
+    /// Runs `body` holding the write locks of `keys` (already held inside EXEC).
+    func locked<R>(_ keys: [[UInt8]], _ body: () throws(CommandError) -> R) throws(CommandError) -> R {
+        if session.transaction != nil { return try body() }
+        return try engine.locks.withLocks(keys, in: family, body)
+    }
+
+    func locked<R>(_ key: [UInt8], _ body: () throws(CommandError) -> R) throws(CommandError) -> R {
+        if session.transaction != nil { return try body() }
+        return try engine.locks.withLock(key, in: family, body)
+    }
+
+    /// Calls `body` with the live payload of `key`, or nil when missing or expired.
+    /// Zero-copy outside transactions: the buffer is RocksDB's pinned value.
+    func withPayload<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?, Int64?) throws(CommandError) -> R) throws(CommandError) -> R {
+        if let tx = session.transaction, let staged = tx.overlay[family.name]?[key] ?? (tx.cleared.contains(family.name) ? .some(nil) : nil) {
+            guard let staged else { return try body(nil, nil) }
+            return try staged.withUnsafeBytes { raw throws(CommandError) -> R in
+                guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return try body(nil, nil) }
+                return try body(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
+            }
+        }
+        var expired = false
+        let handle = family.handle
+        let result: R = try engine.storage("read") {
+            try database.withValue(forKey: key, in: handle) { raw throws -> R in
+                guard let raw, let h = ValueFormat.header(of: raw) else { return try body(nil, nil) }
+                if h.isExpired(now: now) {
+                    expired = true
+                    return try body(nil, nil)
+                }
+                return try body(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
+            }
+        }
+        if expired { reapExpired(key) }
+        return result
+    }
+
+    /// The live value of `key`, copied.
+    func read(_ key: [UInt8]) throws(CommandError) -> StoredValue? {
+        try withPayload(key) { payload, expiresAt in
+            payload.map { StoredValue(payload: Array($0), expiresAt: expiresAt) }
+        }
+    }
+
+    func exists(_ key: [UInt8]) throws(CommandError) -> Bool {
+        try withPayload(key) { payload, _ in payload != nil }
+    }
+
+    /// Stores a string value.
+    func write(_ key: [UInt8], _ payload: some Collection<UInt8>, expiresAt: Int64? = nil) throws(CommandError) {
+        let stored = ValueFormat.encode(payload, expiresAt: expiresAt)
+        if let tx = session.transaction {
+            tx.batch.put(key, stored, in: family.handle)
+            tx.overlay[family.name, default: [:]][key] = .some(stored)
+            return
+        }
+        let handle = family.handle
+        let options = engine.writeOptions
+        try engine.storage("write") { try database.put(key, stored, in: handle, options: options) }
+    }
+
+    func remove(_ key: [UInt8]) throws(CommandError) {
+        if let tx = session.transaction {
+            tx.batch.delete(key, in: family.handle)
+            tx.overlay[family.name, default: [:]][key] = .some(nil)
+            return
+        }
+        let handle = family.handle
+        let options = engine.writeOptions
+        try engine.storage("delete") { try database.delete(key, in: handle, options: options) }
+    }
+
+    /// Applies several puts and deletes atomically (MSET, DEL of many keys, RENAME).
+    func writeBatch(_ puts: [([UInt8], [UInt8])], deletes: [[UInt8]] = []) throws(CommandError) {
+        if session.transaction != nil {
+            for (k, v) in puts { try write(k, v) }
+            for k in deletes { try remove(k) }
+            return
+        }
+        var batch = WriteBatch()
+        for (k, v) in puts { batch.put(k, ValueFormat.encode(v), in: family.handle) }
+        for k in deletes { batch.delete(k, in: family.handle) }
+        let options = engine.writeOptions
+        try engine.storage("batch write") { try database.write(batch, options: options) }
+    }
+
+    /// Deletes a key found expired on read, unless it was rewritten meanwhile.
+    func reapExpired(_ key: [UInt8]) {
+        guard session.transaction == nil else { return }
+        let handle = family.handle
+        let engine = engine
+        engine.locks.withLock(key, in: family) {
+            let stillExpired = (try? engine.database.withValue(forKey: key, in: handle) { raw in
+                raw.flatMap { ValueFormat.header(of: $0) }?.isExpired(now: Clock.milliseconds()) ?? false
+            }) ?? false
+            if stillExpired, (try? engine.database.delete(key, in: handle, options: engine.writeOptions)) != nil {
+                engine.stats.expiredKeys.increment()
+            }
+        }
+    }
+
+    /// Visits live keys of the current family in order from `start`, while `body` returns true.
+    /// Reads the database directly (not a transaction's staged writes).
+    func forEachKey(from start: [UInt8] = [], prefix: [UInt8] = [], _ body: ([UInt8], Int64?) throws(CommandError) -> Bool) throws(CommandError) {
+        let handle = family.handle
+        let now = now
+        var options = ReadOptions()
+        options.fillCache = false
+        if !prefix.isEmpty {
+            options.lowerBound = prefix
+            options.upperBound = Call.prefixEnd(prefix)
+        }
+        let seekKey = max(start, prefix, by: { $0.lexicographicallyPrecedes($1) })
+        var failure: CommandError? = nil
+        try engine.storage("scan") {
+            try database.withCursor(in: handle, options: options) { cursor in
+                if seekKey.isEmpty { cursor.seekToFirst() } else { cursor.seek(seekKey) }
+                while cursor.isValid {
+                    let expiresAt: Int64?? = cursor.withValue { raw in
+                        guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return nil }
+                        return .some(h.expiresAt)
+                    }
+                    if let expiresAt {
+                        do {
+                            if try !body(cursor.key, expiresAt) { return }
+                        } catch {
+                            failure = error
+                            return
+                        }
+                    }
+                    cursor.next()
+                }
+                try cursor.check()
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// The smallest key greater than every key starting with `prefix` (nil when none exists).
+    static func prefixEnd(_ prefix: [UInt8]) -> [UInt8]? {
+        var end = prefix
+        while let last = end.last {
+            if last < 0xFF {
+                end[end.count - 1] = last + 1
+                return end
+            }
+            end.removeLast()
+        }
+        return nil
+    }
+}

@@ -1,1 +1,0 @@
-// CairnEngine: see the module overview in this folder.

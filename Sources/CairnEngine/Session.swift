@@ -1,0 +1,58 @@
+public import RESP
+public import Rocks
+
+/// The state of one client connection as the engine sees it.
+///
+/// Not Sendable in spirit: the server touches a session only on its connection's serial queue.
+/// What other connections may read (`CLIENT LIST`) lives in `record`, which is locked.
+public final class Session: @unchecked Sendable {
+    public let record: ClientRecord
+    public var id: Int64 { record.id }
+    /// RESP2 until `HELLO 3`.
+    public var protocolVersion: RESPVersion = .v2
+    public var authenticated: Bool
+    public var user = "default"
+    /// The column family every data command acts on (`CF.USE`); the default family at first.
+    public var family: Family
+    /// Set by QUIT and SHUTDOWN: the server closes after writing pending replies.
+    public var closeAfterReply = false
+    /// Queued commands between MULTI and EXEC; nil outside a transaction.
+    var queued: [[[UInt8]]]? = nil
+    var transactionFailed = false
+    /// WATCHed keys with the version each had when watched.
+    var watched: [WatchedKey] = []
+    /// The EXEC being run, whose writes are staged in one batch.
+    var transaction: Transaction? = nil
+
+    public init(record: ClientRecord, authenticated: Bool, family: Family) {
+        self.record = record
+        self.authenticated = authenticated
+        self.family = family
+    }
+
+    public var inTransaction: Bool { queued != nil }
+}
+
+/// A column family as the engine uses it: its RocksDB handle and its merge operator name.
+public final class Family: Sendable {
+    public let name: String
+    public let handle: ColumnFamily
+    /// `add`, `append`, `max`, `min`, or nil when MERGE is not enabled on this family.
+    public let mergeOperator: String?
+    /// Small number mixed into lock stripes so equal keys in different families don't collide.
+    let salt: UInt64
+
+    init(name: String, handle: ColumnFamily, mergeOperator: String?) {
+        self.name = name
+        self.handle = handle
+        self.mergeOperator = mergeOperator
+        var h: UInt64 = 14_695_981_039_346_656_037
+        for b in name.utf8 { h = (h ^ UInt64(b)) &* 1_099_511_628_211 }
+        self.salt = h
+    }
+}
+
+struct WatchedKey {
+    var stripe: Int
+    var version: UInt64
+}

@@ -1,0 +1,76 @@
+/// The on-disk form of every value Cairn stores: a small header, then the payload.
+///
+/// ```
+/// byte 0   version << 4 | type      (version 1; type 0 = string)
+/// byte 1   flags                    (bit 0: an expiry follows)
+/// [8 bytes big-endian Unix milliseconds, when flag bit 0 is set]
+/// payload
+/// ```
+/// The header exists from the first release so TTLs and later value types need no migration.
+/// Merge operators and the expiry compaction filter read it too (see `EngineMergeOperator`).
+/// Documented for operators in docs/value-format.md.
+public enum ValueFormat {
+    public static let version: UInt8 = 1
+    public static let stringType: UInt8 = 0
+    static let expiryFlag: UInt8 = 0x01
+
+    /// A decoded header over borrowed bytes.
+    public struct Header: Equatable, Sendable {
+        public var type: UInt8
+        /// Expiry as Unix milliseconds, or nil for a key that never expires.
+        public var expiresAt: Int64?
+        /// Offset of the payload in the stored value.
+        public var payloadOffset: Int
+
+        public func isExpired(now: Int64) -> Bool {
+            if let expiresAt { return expiresAt <= now }
+            return false
+        }
+    }
+
+    /// Reads the header; nil when the bytes are not a Cairn value (too short or unknown version).
+    @inlinable
+    public static func header(of value: UnsafeRawBufferPointer) -> Header? {
+        guard value.count >= 2, value[0] >> 4 == 1 else { return nil }
+        let type = value[0] & 0x0F
+        if value[1] & 0x01 != 0 {
+            guard value.count >= 10 else { return nil }
+            var ms: UInt64 = 0
+            for i in 2..<10 { ms = ms << 8 | UInt64(value[i]) }
+            return Header(type: type, expiresAt: Int64(bitPattern: ms), payloadOffset: 10)
+        }
+        return Header(type: type, expiresAt: nil, payloadOffset: 2)
+    }
+
+    public static func header(of value: [UInt8]) -> Header? {
+        value.withUnsafeBytes { header(of: $0) }
+    }
+
+    /// Encodes a string value with an optional expiry.
+    @inlinable
+    public static func encode(_ payload: some Collection<UInt8>, expiresAt: Int64? = nil) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(payload.count + (expiresAt == nil ? 2 : 10))
+        appendHeader(to: &out, type: stringType, expiresAt: expiresAt)
+        out.append(contentsOf: payload)
+        return out
+    }
+
+    @inlinable
+    public static func appendHeader(to out: inout [UInt8], type: UInt8, expiresAt: Int64?) {
+        out.append(version << 4 | type)
+        if let expiresAt {
+            out.append(expiryFlag)
+            let ms = UInt64(bitPattern: expiresAt)
+            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: ms >> UInt64(shift))) }
+        } else {
+            out.append(0)
+        }
+    }
+
+    /// The payload of a stored value (a copy), or nil when the value is not a Cairn value.
+    public static func payload(of value: [UInt8]) -> [UInt8]? {
+        guard let h = header(of: value) else { return nil }
+        return Array(value[h.payloadOffset...])
+    }
+}

@@ -1,0 +1,237 @@
+import CairnEngine
+import Dispatch
+import Logging
+import RESP
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One client connection: its socket, read and write sources, request parser and reply buffer.
+///
+/// Everything here runs on the owning worker's serial queue, so requests of one client run in
+/// order and replies go out in order. A read event reads what is available, runs every complete
+/// request, and writes all their replies with as few `write` calls as possible. When the socket
+/// cannot take more, reading stops until the replies drain (back-pressure); a client whose
+/// pending replies pass `client-output-buffer-limit` is disconnected, as Redis does.
+///
+/// `@unchecked Sendable`: confined to `worker.queue` (checked with `dispatchPrecondition` in
+/// debug builds); the kill handler only enqueues onto that queue.
+final class Connection: @unchecked Sendable {
+    let fd: Int32
+    let worker: Worker
+    let session: Session
+    private var parser: RequestParser
+    private var writer: RESPWriter
+    /// Bytes of `writer.bytes` already sent.
+    private var sent = 0
+    private let readSource: any DispatchSourceRead
+    private let writeSource: any DispatchSourceWrite
+    private var reading = true
+    private var writing = false
+    private var closed = false
+    private var pendingCancels = 2
+    var lastActivity: UInt64
+
+    /// Replies above this size are flushed before more requests run.
+    static let flushThreshold = 1 << 20
+
+    init(fd: Int32, worker: Worker, session: Session, limits: RESPLimits) {
+        self.fd = fd
+        self.worker = worker
+        self.session = session
+        self.parser = RequestParser(limits: limits)
+        self.writer = RESPWriter(version: .v2, capacity: 16 * 1024)
+        self.readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: worker.queue)
+        self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: worker.queue)
+        self.lastActivity = DispatchTime.now().uptimeNanoseconds
+    }
+
+    func start() {
+        readSource.setEventHandler { [unowned self] in self.readable() }
+        writeSource.setEventHandler { [unowned self] in self.writable() }
+        // The descriptor closes only after both sources are cancelled (swift-service-lifecycle's rule).
+        let cancel = { [self] in
+            self.pendingCancels -= 1
+            if self.pendingCancels == 0 {
+                Glibc.close(self.fd)
+                self.worker.removed(self)
+            }
+        }
+        readSource.setCancelHandler(handler: cancel)
+        writeSource.setCancelHandler(handler: cancel)
+        readSource.activate()
+        // The write source starts suspended (activated then suspended) until replies are pending.
+        writeSource.activate()
+        writeSource.suspend()
+    }
+
+    // MARK: events
+
+    private func readable() {
+        dispatchPrecondition(condition: .onQueue(worker.queue))
+        guard !closed else { return }
+        var total = 0
+        var eof = false
+        let buffer = worker.readBuffer
+        while total < Worker.readBudget {
+            let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if n > 0 {
+                parser.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                total += n
+                if n < buffer.count { break }
+            } else if n == 0 {
+                eof = true
+                break
+            } else if errno == EINTR {
+                continue
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                break
+            } else {
+                eof = true
+                break
+            }
+        }
+        if total > 0 {
+            worker.engine.stats.netInputBytes.increment(by: total)
+            lastActivity = DispatchTime.now().uptimeNanoseconds
+        }
+        if parser.bufferedByteCount > worker.limits.queryBufferLimit {
+            worker.logger.warning("closing client \(session.id) (\(session.record.address)): query buffer over client-query-buffer-limit")
+            close()
+            return
+        }
+        process()
+        if eof {
+            // The peer is gone: whatever it can no longer read is dropped.
+            close()
+        }
+    }
+
+    private func writable() {
+        dispatchPrecondition(condition: .onQueue(worker.queue))
+        guard !closed else { return }
+        flush()
+        if !closed && sent == writer.bytes.count {
+            // Drained: run requests that waited for room, then read again.
+            process()
+        }
+    }
+
+    /// Runs complete requests until the parser needs more bytes or the replies need to drain.
+    private func process() {
+        let engine = worker.engine
+        while !closed {
+            if writer.bytes.count - sent > Connection.flushThreshold {
+                flush()
+                if sent < writer.bytes.count { break }
+            }
+            let argv: [[UInt8]]?
+            do {
+                argv = try parser.next()
+            } catch {
+                writer.error("ERR \(error.message)")
+                worker.logger.info("protocol error from client \(session.id) (\(session.record.address)): \(error.message)")
+                session.closeAfterReply = true
+                break
+            }
+            guard let argv else { break }
+            writer.version = session.protocolVersion
+            engine.execute(argv, session: session, out: &writer)
+            if session.closeAfterReply { break }
+        }
+        flush()
+    }
+
+    /// Writes pending replies; arms the write source and pauses reading when the socket is full.
+    private func flush() {
+        guard !closed else { return }
+        while sent < writer.bytes.count {
+            let n = writer.bytes.withUnsafeBytes { raw in
+                send(fd, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+            }
+            if n > 0 {
+                sent += n
+                worker.engine.stats.netOutputBytes.increment(by: n)
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break
+            } else {
+                close()
+                return
+            }
+        }
+        let pending = writer.bytes.count - sent
+        if pending == 0 {
+            sent = 0
+            if writer.bytes.capacity > 4 << 20 {
+                writer.bytes = []  // give back the memory of a big reply
+                writer.bytes.reserveCapacity(16 * 1024)
+            } else {
+                writer.reset()
+            }
+            setWriting(false)
+            if session.closeAfterReply {
+                close()
+                return
+            }
+            setReading(true)
+        } else {
+            if pending > worker.limits.outputBufferLimit && worker.limits.outputBufferLimit > 0 {
+                worker.logger.warning("closing client \(session.id) (\(session.record.address)): \(pending) bytes of replies over client-output-buffer-limit")
+                close()
+                return
+            }
+            if sent > 1 << 20 && sent > writer.bytes.count / 2 {
+                writer.bytes.removeFirst(sent)
+                sent = 0
+            }
+            setWriting(true)
+            setReading(false)
+        }
+    }
+
+    private func setReading(_ on: Bool) {
+        guard on != reading, !closed else { return }
+        reading = on
+        if on { readSource.resume() } else { readSource.suspend() }
+    }
+
+    private func setWriting(_ on: Bool) {
+        guard on != writing, !closed else { return }
+        writing = on
+        if on { writeSource.resume() } else { writeSource.suspend() }
+    }
+
+    // MARK: closing
+
+    /// Closes now. Safe to call more than once.
+    func close() {
+        dispatchPrecondition(condition: .onQueue(worker.queue))
+        guard !closed else { return }
+        // Sources must be running for their cancel handlers to fire.
+        if !reading { readSource.resume() }
+        if !writing { writeSource.resume() }
+        closed = true
+        readSource.cancel()
+        writeSource.cancel()
+        worker.engine.clients.remove(session.id)
+        worker.engine.connectionClosed(session)
+    }
+
+    /// At shutdown: send what is pending (waiting up to `deadline`), then close.
+    func drainAndClose(deadline: DispatchTime) {
+        dispatchPrecondition(condition: .onQueue(worker.queue))
+        while !closed && sent < writer.bytes.count && DispatchTime.now() < deadline {
+            flush()
+            if sent < writer.bytes.count {
+                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&p, 1, 50)
+            }
+        }
+        close()
+    }
+
+    var idleNanoseconds: UInt64 { DispatchTime.now().uptimeNanoseconds &- lastActivity }
+    var isClosed: Bool { closed }
+}

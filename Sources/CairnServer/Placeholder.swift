@@ -1,1 +1,0 @@
-// CairnServer: see the module overview in this folder.

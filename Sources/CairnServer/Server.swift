@@ -1,0 +1,161 @@
+public import CairnEngine
+import Dispatch
+public import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The TCP server: a listener, a fixed set of workers, the WAL sync timer, and shutdown.
+///
+/// Networking is plain Dispatch over non-blocking sockets: an accept source on its own queue
+/// hands each new connection to a worker (round-robin); see `Worker` and `Connection`.
+public final class Server: ServerHooks, @unchecked Sendable {
+    public let engine: Engine
+    public let logger: Logger
+    public let configFilePath: String?
+    private let workers: [Worker]
+    private let control = DispatchQueue(label: "cairn.control")
+    private let acceptQueue = DispatchQueue(label: "cairn.accept", qos: .userInitiated)
+    private var listenFD: Int32 = -1
+    private var acceptSource: (any DispatchSourceRead)?
+    private var walTimer: (any DispatchSourceTimer)?
+    private let nextWorker = Atomic<Int>(0)
+    private let shuttingDown = Atomic<Bool>(false)
+    private let onShutdown: @Sendable (Int32) -> Void
+    /// The port actually bound (differs from the configuration when it asked for port 0).
+    public private(set) var port = 0
+
+    /// - Parameters:
+    ///   - workerCount: serial queues serving connections; default one per core (at least 2).
+    ///   - onShutdown: called once the database is closed, with the exit status to use.
+    public init(
+        engine: Engine, configFilePath: String?, logger: Logger, workerCount: Int? = nil,
+        onShutdown: @escaping @Sendable (Int32) -> Void
+    ) {
+        self.engine = engine
+        self.logger = logger
+        self.configFilePath = configFilePath
+        self.onShutdown = onShutdown
+        let count = workerCount ?? max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        var built: [Worker] = []
+        for i in 0..<count {
+            built.append(Worker(index: i, engine: engine, logger: logger, onRemoved: {}))
+        }
+        workers = built
+        engine.hooks = self
+    }
+
+    /// Binds, listens and starts serving. Throws when the address cannot be bound.
+    public func start() throws {
+        let config = engine.configuration
+        let (fd, bound) = try Socket.listen(host: config.bind, port: config.port)
+        listenFD = fd
+        port = bound
+        for w in workers { w.startIdleTimer() }
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
+        source.setEventHandler { [unowned self] in self.acceptAll() }
+        source.setCancelHandler { Glibc.close(fd) }
+        source.activate()
+        acceptSource = source
+        startWALTimer()
+        if config.bind != "127.0.0.1" && config.bind != "::1" && config.bind != "localhost" && config.requirepass.isEmpty {
+            logger.warning("WARNING: listening on \(config.bind) with no password: anyone who can reach this port can read and change all data. Set requirepass.")
+        }
+        if !config.portFile.isEmpty {
+            if !ConfigCommandsFile.write(config.portFile, "\(bound)\n") {
+                logger.error("could not write port file \(config.portFile)")
+            }
+        }
+        logger.notice("Ready to accept connections on \(config.bind):\(bound)")
+    }
+
+    private func acceptAll() {
+        while true {
+            let fd = accept4(listenFD, nil, nil, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+            if fd < 0 {
+                if errno == EINTR { continue }
+                if errno == EMFILE || errno == ENFILE {
+                    logger.error("accept: out of file descriptors (\(engine.clients.count) clients); raise the fd limit (ulimit -n)")
+                }
+                return
+            }
+            let config = engine.configuration
+            engine.stats.connectionsReceived.increment()
+            if engine.clients.count >= config.maxclients || shuttingDown.load(ordering: .relaxed) {
+                engine.stats.rejectedConnections.increment()
+                let message = Array("-ERR max number of clients reached\r\n".utf8)
+                _ = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                Glibc.close(fd)
+                continue
+            }
+            Socket.configureClient(fd, keepalive: config.tcpKeepalive)
+            let record = ClientRecord(
+                id: engine.clients.makeID(), address: Socket.peerAddress(fd).text,
+                localAddress: Socket.localAddress(fd).text, now: Clock.milliseconds())
+            engine.clients.add(record)
+            let index = nextWorker.add(1, ordering: .relaxed).oldValue % workers.count
+            workers[index].adopt(fd: fd, record: record)
+        }
+    }
+
+    /// Syncs the WAL once a second when `appendfsync everysec`, off the request path.
+    private func startWALTimer() {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "cairn.wal", qos: .utility))
+        timer.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(50))
+        timer.setEventHandler { [unowned self] in
+            if engine.configuration.appendfsync == .everysec && !shuttingDown.load(ordering: .relaxed) {
+                engine.syncWAL()
+            }
+        }
+        timer.activate()
+        walTimer = timer
+    }
+
+    // MARK: ServerHooks
+
+    public func requestShutdown() {
+        shutdown()
+    }
+
+    public func serverInfo() -> [(String, String)] {
+        [("tcp_port", String(port)), ("io_workers", String(workers.count))]
+    }
+
+    public func configurationChanged(_ configuration: Configuration) {
+        for w in workers { w.apply(configuration) }
+    }
+
+    /// Stops accepting, finishes pending replies (up to a second), closes the database, then
+    /// calls `onShutdown` with 0 (or 1 when closing the database failed). Idempotent.
+    public func shutdown() {
+        guard !shuttingDown.exchange(true, ordering: .relaxed) else { return }
+        control.async { [self] in
+            logger.notice("shutting down: no new connections, finishing replies")
+            acceptQueue.sync { acceptSource?.cancel() }
+            let deadline = DispatchTime.now() + .milliseconds(900)
+            for w in workers { w.queue.sync { w.closeAll(deadline: deadline) } }
+            walTimer?.cancel()
+            var status: Int32 = 0
+            do {
+                try engine.close()
+                logger.notice("database closed; bye")
+            } catch {
+                logger.error("closing the database failed: \(error)")
+                status = 1
+            }
+            onShutdown(status)
+        }
+    }
+}
+
+/// Small file helper for the port file.
+enum ConfigCommandsFile {
+    static func write(_ path: String, _ text: String) -> Bool {
+        guard let f = fopen(path, "w") else { return false }
+        let bytes = Array(text.utf8)
+        let ok = fwrite(bytes, 1, bytes.count, f) == bytes.count
+        fclose(f)
+        return ok
+    }
+}

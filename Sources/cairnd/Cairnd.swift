@@ -1,0 +1,165 @@
+import ArgumentParser
+import CairnEngine
+import CairnServer
+import Dispatch
+import Foundation
+import Logging
+
+/// `cairnd`: the Cairn server. Argument parsing and wiring only; the work is in CairnServer.
+@main
+struct Cairnd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cairnd",
+        abstract: "Cairn: a persistent, ordered key-value server on RocksDB that speaks the Redis protocol.",
+        subcommands: [Serve.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+/// Options shared by subcommands that open a data directory.
+struct ServerOptions: ParsableArguments {
+    @Argument(help: "A config file in redis.conf style (see config/cairn.conf).")
+    var configFile: String?
+
+    @Option(name: .customLong("config"), help: "A config file (same as the positional argument).")
+    var configOption: String?
+
+    @Option(help: "Address to listen on (default 127.0.0.1).") var bind: String?
+    @Option(help: "TCP port (default 7379; 0 picks a free port).") var port: Int?
+    @Option(help: "Data directory (default ./data).") var dir: String?
+    @Option(help: "Password clients must AUTH with.") var requirepass: String?
+    @Option(help: "WAL sync policy: always, everysec (default) or no.") var appendfsync: String?
+    @Option(name: .customLong("log-level"), help: "debug, verbose, notice (default), warning; or trace, info, error.")
+    var logLevel: String?
+    @Option(name: .customLong("port-file"), help: "Write the listening port to this file once ready.")
+    var portFile: String?
+    @Option(help: "Most clients at once.") var maxclients: Int?
+    @Option(help: "Close clients idle this many seconds (0 = never).") var timeout: Int?
+    @Option(name: .customLong("proto-max-bulk-len"), help: "Largest bulk string a client may send, e.g. 512mb.")
+    var protoMaxBulkLen: String?
+    @Option(name: .customLong("client-query-buffer-limit"), help: "Most unparsed request bytes per client, e.g. 1gb.")
+    var queryBufferLimit: String?
+    @Option(name: .customLong("client-output-buffer-limit"), help: "Most pending reply bytes per client, e.g. 256mb.")
+    var outputBufferLimit: String?
+    @Option(name: .customLong("set"), parsing: .singleValue, help: "Any option as name=value (repeatable), e.g. --set block-cache-size=1gb.")
+    var settings: [String] = []
+
+    var configPath: String? { configOption ?? configFile }
+
+    /// The configuration: defaults, then the file, then flags.
+    func load() throws -> Configuration {
+        var config = Configuration()
+        if let path = configPath {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ValidationError("cannot read config file \(path)")
+            }
+            do { try ConfigFile.apply(text, to: &config) } catch {
+                throw ValidationError("\(path): \(error)")
+            }
+        }
+        var pairs: [(String, String)] = []
+        if let bind { pairs.append(("bind", bind)) }
+        if let port { pairs.append(("port", String(port))) }
+        if let dir { pairs.append(("dir", dir)) }
+        if let requirepass { pairs.append(("requirepass", requirepass)) }
+        if let appendfsync { pairs.append(("appendfsync", appendfsync)) }
+        if let logLevel { pairs.append(("loglevel", logLevel)) }
+        if let portFile { pairs.append(("port-file", portFile)) }
+        if let maxclients { pairs.append(("maxclients", String(maxclients))) }
+        if let timeout { pairs.append(("timeout", String(timeout))) }
+        if let protoMaxBulkLen { pairs.append(("proto-max-bulk-len", protoMaxBulkLen)) }
+        if let queryBufferLimit { pairs.append(("client-query-buffer-limit", queryBufferLimit)) }
+        if let outputBufferLimit { pairs.append(("client-output-buffer-limit", outputBufferLimit)) }
+        for s in settings {
+            guard let eq = s.firstIndex(of: "=") else { throw ValidationError("--set takes name=value, got '\(s)'") }
+            pairs.append((String(s[..<eq]), String(s[s.index(after: eq)...])))
+        }
+        for (name, value) in pairs {
+            guard let option = ConfigOption.named(name) else { throw ValidationError("unknown option '\(name)'") }
+            do { try option.apply(value, to: &config) } catch {
+                throw ValidationError("bad value '\(value)' for \(name): \(error.message)")
+            }
+        }
+        guard Logger.Level(cairnName: config.loglevel) != nil else {
+            throw ValidationError("unknown log level '\(config.loglevel)'")
+        }
+        return config
+    }
+}
+
+extension Logger.Level {
+    /// Redis's level names and swift-log's.
+    init?(cairnName name: String) {
+        switch name.lowercased() {
+        case "trace": self = .trace
+        case "debug": self = .debug
+        case "verbose", "info": self = .info
+        case "notice": self = .notice
+        case "warning", "warn": self = .warning
+        case "error": self = .error
+        default: return nil
+        }
+    }
+}
+
+/// Runs the server in the foreground until SIGTERM, SIGINT or SHUTDOWN.
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the server (the default).")
+
+    @OptionGroup var options: ServerOptions
+
+    func run() throws {
+        let config = try options.load()
+        let level = Logger.Level(cairnName: config.loglevel) ?? .notice
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "cairnd")
+        let engine: Engine
+        do {
+            engine = try Engine(configuration: config, logger: logger)
+        } catch {
+            logger.critical("cannot open the data directory \(config.dir): \(error)")
+            throw ExitCode(1)
+        }
+        let server = Server(engine: engine, configFilePath: options.configPath.map(absolutePath), logger: logger) { status in
+            exit(status)
+        }
+        do {
+            try server.start()
+        } catch {
+            logger.critical("cannot listen on \(config.bind):\(config.port): \(error)")
+            try? engine.close()
+            throw ExitCode(1)
+        }
+        Signals.install(server)
+        dispatchMain()
+    }
+
+    func absolutePath(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+}
+
+/// SIGTERM and SIGINT start a graceful shutdown; SIGPIPE is ignored (writes use MSG_NOSIGNAL).
+/// Not at top level of a main file: those closures would be main-actor isolated and trap on a
+/// Dispatch queue.
+enum Signals {
+    nonisolated(unsafe) static var sources: [any DispatchSourceSignal] = []
+
+    static func install(_ server: Server) {
+        signal(SIGPIPE, SIG_IGN)
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                server.logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
+                server.shutdown()
+            }
+            source.activate()
+            sources.append(source)
+        }
+    }
+}

@@ -1,0 +1,21 @@
+# Installs Debian packages Cairn needs when they are missing. Sourced by scripts/*.
+cairn_apt_install() {
+    local missing=()
+    for pkg in "$@"; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "installing: ${missing[*]}" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+cairn_install_build_deps() {
+    if ! command -v swift >/dev/null 2>&1; then
+        echo "swift is not on PATH; install the Swift 6 toolchain (https://www.swift.org/install/)" >&2
+        exit 1
+    fi
+    cairn_apt_install librocksdb-dev libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev
+}
