@@ -1,7 +1,7 @@
 public import Logging
 public import RESP
 public import Rocks
-import Synchronization
+public import Synchronization
 
 /// Runs Redis commands against a RocksDB database, in-process.
 ///

@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 
 /// Counters INFO reports. Relaxed atomics: each is an independent tally.
 public final class EngineStats: Sendable {
@@ -16,10 +16,16 @@ public final class EngineStats: Sendable {
     public init() {}
 
     func reset() {
-        for counter in [commandsProcessed, connectionsReceived, rejectedConnections, keyspaceHits, keyspaceMisses,
-                        expiredKeys, errorReplies, netInputBytes, netOutputBytes, walSyncs] {
-            counter.store(0, ordering: .relaxed)
-        }
+        commandsProcessed.store(0, ordering: .relaxed)
+        connectionsReceived.store(0, ordering: .relaxed)
+        rejectedConnections.store(0, ordering: .relaxed)
+        keyspaceHits.store(0, ordering: .relaxed)
+        keyspaceMisses.store(0, ordering: .relaxed)
+        expiredKeys.store(0, ordering: .relaxed)
+        errorReplies.store(0, ordering: .relaxed)
+        netInputBytes.store(0, ordering: .relaxed)
+        netOutputBytes.store(0, ordering: .relaxed)
+        walSyncs.store(0, ordering: .relaxed)
     }
 }
 

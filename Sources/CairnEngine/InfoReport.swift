@@ -90,7 +90,7 @@ enum InfoReport {
             return [("role", "master"), ("connected_slaves", "0")]
         case "cpu":
             var usage = rusage()
-            getrusage(RUSAGE_SELF, &usage)
+            getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
             func seconds(_ t: timeval) -> String {
                 let us = Int(t.tv_sec) * 1_000_000 + Int(t.tv_usec)
                 return "\(us / 1_000_000).\(String(us % 1_000_000).leftPadded(6))"

@@ -39,10 +39,14 @@ extension Call {
     func withPayload<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?, Int64?) throws(CommandError) -> R) throws(CommandError) -> R {
         if let tx = session.transaction, let staged = tx.overlay[family.name]?[key] ?? (tx.cleared.contains(family.name) ? .some(nil) : nil) {
             guard let staged else { return try body(nil, nil) }
-            return try staged.withUnsafeBytes { raw throws(CommandError) -> R in
-                guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return try body(nil, nil) }
-                return try body(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
+            let now = now
+            let result = staged.withUnsafeBytes { raw in
+                Result { () throws(CommandError) -> R in
+                    guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return try body(nil, nil) }
+                    return try body(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
+                }
             }
+            return try result.get()
         }
         var expired = false
         let handle = family.handle
@@ -135,7 +139,7 @@ extension Call {
             options.lowerBound = prefix
             options.upperBound = Call.prefixEnd(prefix)
         }
-        let seekKey = max(start, prefix, by: { $0.lexicographicallyPrecedes($1) })
+        let seekKey = start.lexicographicallyPrecedes(prefix) ? prefix : start
         var failure: CommandError? = nil
         try engine.storage("scan") {
             try database.withCursor(in: handle, options: options) { cursor in
@@ -146,7 +150,7 @@ extension Call {
                         return .some(h.expiresAt)
                     }
                     if let expiresAt {
-                        do {
+                        do throws(CommandError) {
                             if try !body(cursor.key, expiresAt) { return }
                         } catch {
                             failure = error

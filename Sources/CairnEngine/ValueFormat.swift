@@ -29,7 +29,6 @@ public enum ValueFormat {
     }
 
     /// Reads the header; nil when the bytes are not a Cairn value (too short or unknown version).
-    @inlinable
     public static func header(of value: UnsafeRawBufferPointer) -> Header? {
         guard value.count >= 2, value[0] >> 4 == 1 else { return nil }
         let type = value[0] & 0x0F
@@ -47,7 +46,6 @@ public enum ValueFormat {
     }
 
     /// Encodes a string value with an optional expiry.
-    @inlinable
     public static func encode(_ payload: some Collection<UInt8>, expiresAt: Int64? = nil) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(payload.count + (expiresAt == nil ? 2 : 10))
@@ -56,7 +54,6 @@ public enum ValueFormat {
         return out
     }
 
-    @inlinable
     public static func appendHeader(to out: inout [UInt8], type: UInt8, expiresAt: Int64?) {
         out.append(version << 4 | type)
         if let expiresAt {

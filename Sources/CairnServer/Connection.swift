@@ -76,7 +76,7 @@ final class Connection: @unchecked Sendable {
         while total < Worker.readBudget {
             let n = recv(fd, buffer.baseAddress, buffer.count, 0)
             if n > 0 {
-                parser.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                parser.append(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
                 total += n
                 if n < buffer.count { break }
             } else if n == 0 {

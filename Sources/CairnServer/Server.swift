@@ -72,7 +72,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
 
     private func acceptAll() {
         while true {
-            let fd = accept4(listenFD, nil, nil, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+            let fd = accept(listenFD, nil, nil)
             if fd < 0 {
                 if errno == EINTR { continue }
                 if errno == EMFILE || errno == ENFILE {
@@ -80,6 +80,8 @@ public final class Server: ServerHooks, @unchecked Sendable {
                 }
                 return
             }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             let config = engine.configuration
             engine.stats.connectionsReceived.increment()
             if engine.clients.count >= config.maxclients || shuttingDown.load(ordering: .relaxed) {

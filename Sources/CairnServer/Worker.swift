@@ -56,8 +56,10 @@ final class Worker: @unchecked Sendable {
             let session = engine.makeSession(record: record)
             let connection = Connection(fd: fd, worker: self, session: session, limits: limits.resp)
             connections[ObjectIdentifier(connection)] = connection
-            record.setKillHandler { [weak connection, queue] in
-                queue.async { connection?.close() }
+            let id = ObjectIdentifier(connection)
+            // The worker lives as long as the server, so a strong capture is fine.
+            record.setKillHandler { [self] in
+                queue.async { self.connections[id]?.close() }
             }
             connection.start()
         }

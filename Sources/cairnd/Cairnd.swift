@@ -125,7 +125,7 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
         let server = Server(engine: engine, configFilePath: options.configPath.map(absolutePath), logger: logger) { status in
-            exit(status)
+            Foundation.exit(status)
         }
         do {
             try server.start()

@@ -1,1 +1,0 @@
-// RESP: see the module overview in this folder.

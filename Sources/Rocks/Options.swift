@@ -1,0 +1,107 @@
+import CRocksDB
+
+/// Table compression.
+public enum Compression: String, Sendable, CaseIterable {
+    case none, snappy, zlib, lz4, zstd, bz2
+
+    var raw: Int32 {
+        switch self {
+        case .none: Int32(rocksdb_no_compression)
+        case .snappy: Int32(rocksdb_snappy_compression)
+        case .zlib: Int32(rocksdb_zlib_compression)
+        case .lz4: Int32(rocksdb_lz4_compression)
+        case .zstd: Int32(rocksdb_zstd_compression)
+        case .bz2: Int32(rocksdb_bz2_compression)
+        }
+    }
+}
+
+/// Database-wide options. Defaults follow RocksDB's tuning guide.
+/// https://github.com/facebook/rocksdb/wiki/Setup-Options-and-Basic-Tuning
+public struct DatabaseOptions: Sendable {
+    public var createIfMissing = true
+    public var errorIfExists = false
+    /// Open without writing (many processes may open read-only at once).
+    public var readOnly = false
+    /// One LRU block cache shared by all column families; 0 = no cache. Default 256 MiB.
+    public var blockCacheBytes = 256 << 20
+    /// Bloom filter bits per key; 0 = none. Default 10 (about 1% false positives).
+    public var bloomBitsPerKey: Double = 10
+    public var compression: Compression = .lz4
+    /// Memtable size per family. Default 64 MiB.
+    public var writeBufferBytes = 64 << 20
+    public var maxWriteBufferNumber = 4
+    /// Flush and compaction threads. Default: the number of cores (at least 2).
+    public var backgroundJobs = Swift.max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    public var bytesPerSync: UInt64 = 1 << 20
+    public var levelCompactionDynamicLevelBytes = true
+    /// Collect statistics (`Database.statisticsText()`); costs a little CPU.
+    public var enableStatistics = false
+    public var maxOpenFiles: Int32 = -1
+    public var enablePipelinedWrite = false
+    public var blockSize = 16 << 10
+
+    public init() {}
+}
+
+/// Options of one column family; nil fields fall back to the database's.
+public struct ColumnFamilyOptions: Sendable {
+    public var mergeOperator: (any MergeOperator)? = nil
+    public var compactionFilter: (any CompactionFilter)? = nil
+    public var compression: Compression? = nil
+    public var bloomBitsPerKey: Double? = nil
+    public var blockSize: Int? = nil
+    public var writeBufferBytes: Int? = nil
+
+    public init(
+        mergeOperator: (any MergeOperator)? = nil, compactionFilter: (any CompactionFilter)? = nil,
+        compression: Compression? = nil, bloomBitsPerKey: Double? = nil, blockSize: Int? = nil,
+        writeBufferBytes: Int? = nil
+    ) {
+        self.mergeOperator = mergeOperator
+        self.compactionFilter = compactionFilter
+        self.compression = compression
+        self.bloomBitsPerKey = bloomBitsPerKey
+        self.blockSize = blockSize
+        self.writeBufferBytes = writeBufferBytes
+    }
+}
+
+/// Options of reads and cursors.
+public struct ReadOptions: Sendable {
+    /// Read as of this snapshot.
+    public var snapshot: Snapshot? = nil
+    public var fillCache = true
+    public var verifyChecksums = false
+    /// Cursor bounds: lower inclusive, upper exclusive.
+    public var lowerBound: [UInt8]? = nil
+    public var upperBound: [UInt8]? = nil
+    public var prefixSameAsStart = false
+    public var totalOrderSeek = false
+
+    public static let `default` = ReadOptions()
+    public init() {}
+
+    var isDefault: Bool {
+        snapshot == nil && fillCache && !verifyChecksums && lowerBound == nil && upperBound == nil
+            && !prefixSameAsStart && !totalOrderSeek
+    }
+}
+
+/// Options of writes. The WAL is never disabled.
+public struct WriteOptions: Sendable, Hashable {
+    /// Sync the WAL before the write returns.
+    public var sync = false
+    /// Fail with `tryAgain` instead of waiting when writes are being slowed down.
+    public var noSlowdown = false
+
+    public static let `default` = WriteOptions()
+    public init(sync: Bool = false, noSlowdown: Bool = false) {
+        self.sync = sync
+        self.noSlowdown = noSlowdown
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

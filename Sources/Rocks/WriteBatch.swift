@@ -1,0 +1,68 @@
+import CRocksDB
+
+/// Writes applied together by `Database.write(_:)`: all or none, across column families.
+///
+/// Single-owner (`~Copyable`): the C batch is destroyed in `deinit`. It keeps the families it
+/// names alive, and the database checks none was dropped before writing.
+public struct WriteBatch: ~Copyable {
+    let raw: OpaquePointer
+    private(set) var families: [ColumnFamily] = []
+
+    public init() { raw = rocksdb_writebatch_create() }
+
+    deinit { rocksdb_writebatch_destroy(raw) }
+
+    private mutating func remember(_ family: ColumnFamily?) {
+        if let family, !families.contains(where: { $0 === family }) { families.append(family) }
+    }
+
+    public mutating func put(_ key: [UInt8], _ value: [UInt8], in family: ColumnFamily? = nil) {
+        remember(family)
+        key.withChars { k, kl in
+            value.withChars { v, vl in
+                if let family { rocksdb_writebatch_put_cf(raw, family.raw, k, kl, v, vl) } else { rocksdb_writebatch_put(raw, k, kl, v, vl) }
+            }
+        }
+    }
+
+    public mutating func delete(_ key: [UInt8], in family: ColumnFamily? = nil) {
+        remember(family)
+        key.withChars { k, kl in
+            if let family { rocksdb_writebatch_delete_cf(raw, family.raw, k, kl) } else { rocksdb_writebatch_delete(raw, k, kl) }
+        }
+    }
+
+    public mutating func merge(_ key: [UInt8], _ operand: [UInt8], in family: ColumnFamily? = nil) {
+        remember(family)
+        key.withChars { k, kl in
+            operand.withChars { v, vl in
+                if let family { rocksdb_writebatch_merge_cf(raw, family.raw, k, kl, v, vl) } else { rocksdb_writebatch_merge(raw, k, kl, v, vl) }
+            }
+        }
+    }
+
+    /// Deletes `[from, to)`.
+    public mutating func deleteRange(from: [UInt8], to: [UInt8], in family: ColumnFamily? = nil) {
+        remember(family)
+        from.withChars { b, bl in
+            to.withChars { e, el in
+                if let family { rocksdb_writebatch_delete_range_cf(raw, family.raw, b, bl, e, el) } else { rocksdb_writebatch_delete_range(raw, b, bl, e, el) }
+            }
+        }
+    }
+
+    public mutating func clear() {
+        rocksdb_writebatch_clear(raw)
+        families = []
+    }
+
+    /// Number of operations.
+    public var count: Int { Int(rocksdb_writebatch_count(raw)) }
+
+    /// The batch's serialized bytes (RocksDB's WriteBatch format), e.g. for shipping.
+    public var data: [UInt8] {
+        var size = 0
+        let p = rocksdb_writebatch_data(raw, &size)
+        return Array(UnsafeRawBufferPointer(start: p, count: size))
+    }
+}

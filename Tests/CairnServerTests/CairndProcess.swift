@@ -1,0 +1,117 @@
+import Foundation
+
+/// The real `cairnd` binary, started on a free port with a fresh data directory.
+///
+/// The binary comes from `CAIRND` or the package's debug build folder; tests that need it
+/// build it first (`swift build` runs before `swift test` in scripts/test).
+final class CairndProcess {
+    let directory: URL
+    let process = Process()
+    private(set) var port = 0
+    let stderr = Pipe()
+
+    static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["CAIRND"] { return URL(fileURLWithPath: path) }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/cairnd")
+    }
+
+    init(arguments: [String] = [], directory: URL? = nil) throws {
+        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("cairnd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+        let portFile = self.directory.appendingPathComponent("port")
+        try? FileManager.default.removeItem(at: portFile)
+        process.executableURL = CairndProcess.binary
+        process.arguments = ["--port", "0", "--dir", self.directory.appendingPathComponent("data").path,
+                             "--port-file", portFile.path, "--log-level", "warning"] + arguments
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let text = try? String(contentsOf: portFile, encoding: .utf8),
+               let p = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                port = p
+                return
+            }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        process.terminate()
+        throw Failure(message: "cairnd did not start: \(String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self))")
+    }
+
+    struct Failure: Error { var message: String }
+
+    /// Sends SIGTERM and waits; returns the exit status and how long the exit took.
+    @discardableResult
+    func terminate() -> (status: Int32, seconds: Double) {
+        let start = Date()
+        process.terminate()
+        process.waitUntilExit()
+        return (process.terminationStatus, Date().timeIntervalSince(start))
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// A blocking TCP connection for protocol-level tests.
+final class RawClient {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else { throw CairndProcess.Failure(message: "connect failed") }
+        var tv = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    /// Reads until `count` bytes arrived or the peer closed; nil on timeout with nothing read.
+    func receive(exactly count: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while out.count < count {
+            let n = recv(fd, &buffer, min(buffer.count, count - out.count), 0)
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return out
+    }
+
+    /// Reads whatever arrives until the peer closes or `timeout` passes.
+    func receiveUntilClosed() -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return out
+    }
+}
