@@ -4,7 +4,8 @@ import Logging
 import RESP
 
 /// An engine over a temporary directory, driven in-process: commands in, decoded replies out.
-final class EngineHarness {
+/// `@unchecked Sendable`: the concurrency test drives it from several threads, each with its own session.
+final class EngineHarness: @unchecked Sendable {
     let directory: String
     let engine: Engine
     let session: Session

@@ -1,0 +1,98 @@
+"""Fixtures that start the real cairnd binary on a free port with a fresh data directory.
+
+CAIRND names the binary (scripts/test sets it); by default .build/debug/cairnd.
+"""
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import shutil
+
+import pytest
+import redis
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("CAIRND", os.path.join(ROOT, ".build", "debug", "cairnd"))
+
+
+class Cairnd:
+    """One cairnd process. `restart()` keeps the data directory."""
+
+    def __init__(self, args=(), directory=None):
+        self.directory = directory or tempfile.mkdtemp(prefix="cairnd-it-")
+        self.args = list(args)
+        self.process = None
+        self.port = None
+        self.start()
+
+    def start(self):
+        port_file = os.path.join(self.directory, "port")
+        if os.path.exists(port_file):
+            os.remove(port_file)
+        self.log = open(os.path.join(self.directory, "cairnd.log"), "ab")
+        self.process = subprocess.Popen(
+            [BINARY, "--port", "0", "--dir", os.path.join(self.directory, "data"),
+             "--port-file", port_file, "--log-level", "notice", *self.args],
+            stdout=self.log, stderr=self.log)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if os.path.exists(port_file):
+                text = open(port_file).read().strip()
+                if text:
+                    self.port = int(text)
+                    return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise RuntimeError("cairnd did not start:\n" + open(os.path.join(self.directory, "cairnd.log")).read())
+
+    def client(self, **kwargs):
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=30, **kwargs)
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+    def cleanup(self):
+        self.stop(signal.SIGKILL)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Cairnd()
+    yield s
+    s.cleanup()
+
+
+@pytest.fixture
+def fresh_server():
+    servers = []
+
+    def make(*args):
+        s = Cairnd(args)
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.cleanup()
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def r(server, request):
+    client = server.client(protocol=request.param)
+    client.flushall()
+    yield client
+    client.close()

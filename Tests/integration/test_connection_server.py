@@ -1,0 +1,107 @@
+"""Connection and server commands: HELLO, AUTH, CLIENT, INFO, CONFIG, COMMAND, TIME."""
+import socket
+
+import pytest
+import redis
+
+
+def test_ping_echo_select(r):
+    assert r.ping() is True
+    assert r.echo("hi") == b"hi"
+    assert r.execute_command("SELECT", 0) in (b"OK", "OK", True)
+    with pytest.raises(redis.ResponseError, match="DB index is out of range"):
+        r.execute_command("SELECT", 1)
+
+
+def test_hello_reply(server):
+    c = server.client(protocol=3)
+    reply = c.execute_command("HELLO", 3)
+    assert reply[b"proto"] == 3
+    assert reply[b"server"] == b"redis"
+    c2 = server.client(protocol=2)
+    flat = c2.execute_command("HELLO", 2)
+    assert b"proto" in flat
+    with pytest.raises(redis.ResponseError, match="NOPROTO"):
+        c2.execute_command("HELLO", 4)
+
+
+def test_client_commands(server):
+    c = server.client()
+    c.client_setname("worker-1")
+    assert c.client_getname() in ("worker-1", b"worker-1")
+    cid = c.client_id()
+    listing = c.client_list()
+    me = [x for x in listing if int(x["id"]) == cid]
+    assert me and me[0]["name"] == "worker-1" and ":" in me[0]["addr"]
+    with pytest.raises(redis.ResponseError, match="Client names cannot contain spaces"):
+        c.client_setname("a b")
+    victim = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    victim.sendall(b"CLIENT ID\r\n")
+    vid = int(victim.recv(100).strip()[1:])
+    assert c.client_kill_filter(_id=vid) == 1
+    assert victim.recv(100) == b"", "a killed client's socket is closed"
+    assert c.ping() is True
+
+
+def test_info_and_config(r):
+    info = r.info()
+    assert "redis_version" in info and "connected_clients" in info
+    assert "cairn_version" in info
+    rocks = r.info("rocksdb")
+    assert "estimate_num_keys" in rocks
+    assert r.config_get("save") == {"save": ""} or r.config_get("save") == {b"save": b""}
+    appendonly = r.config_get("appendonly")
+    assert list(appendonly.values())[0] in ("yes", b"yes")
+    assert r.config_set("timeout", 0) is True
+    with pytest.raises(redis.ResponseError, match="can't set immutable config"):
+        r.config_set("port", 1)
+
+
+def test_command_table(r):
+    assert r.command_count() > 60
+    info = r.execute_command("COMMAND", "INFO", "get")
+    assert info
+    # redis-py parses every COMMAND reply as COMMAND INFO, so read DOCS raw.
+    conn = r.connection_pool.get_connection()
+    try:
+        conn.send_command("COMMAND", "DOCS", "get")
+        docs = conn.read_response()
+    finally:
+        r.connection_pool.release(conn)
+    flat = docs if isinstance(docs, list) else [x for kv in docs.items() for x in kv]
+    assert flat[0] == b"get"
+    assert b"summary" in (flat[1] if isinstance(flat[1], list) else list(flat[1].keys()))
+
+
+def test_time(r):
+    seconds, micros = r.time()
+    assert seconds > 1_600_000_000 and 0 <= micros < 1_000_000
+
+
+def test_requirepass(fresh_server):
+    s = fresh_server("--requirepass", "s3cret")
+    c = s.client(protocol=2)
+    with pytest.raises(redis.AuthenticationError):
+        c.get("a")
+    bad = s.client(protocol=2, password="wrong")
+    with pytest.raises(redis.AuthenticationError):
+        bad.ping()
+    good = s.client(password="s3cret")
+    assert good.ping() is True
+    good3 = s.client(password="s3cret", protocol=3)
+    assert good3.set("a", 1) is True
+
+
+def test_transactions(r):
+    with r.pipeline() as p:
+        p.set("a", 1).incr("a").get("a")
+        assert p.execute() == [True, 2, b"2"]
+    r.set("w", 1)
+    with r.pipeline() as p:
+        p.watch("w")
+        r.set("w", 2)
+        p.multi()
+        p.set("w", 3)
+        with pytest.raises(redis.WatchError):
+            p.execute()
+    assert r.get("w") == b"2"

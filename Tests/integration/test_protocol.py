@@ -1,0 +1,88 @@
+"""The wire itself: inline commands, nc, split requests, big pipelines and values, limits."""
+import socket
+import subprocess
+import time
+
+import pytest
+
+
+def recv_exactly(sock, n, timeout=30):
+    sock.settimeout(timeout)
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(min(1 << 20, n - len(data)))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def recv_until_closed(sock, timeout=10):
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_inline_with_nc(server):
+    out = subprocess.run(["nc", "-q1", "127.0.0.1", str(server.port)],
+                         input=b"SET a 1\r\nGET a\r\nINCR a\r\n", capture_output=True, timeout=20).stdout
+    assert out == b"+OK\r\n$1\r\n1\r\n:2\r\n"
+
+
+def test_inline_lf_only_and_quotes(server):
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(b'SET q "hello \\"world\\"\\x21"\nGET q\nSET sq \'it\\\'s\'\nGET sq\n')
+    expected = b'+OK\r\n$14\r\nhello "world"!\r\n+OK\r\n$4\r\nit\'s\r\n'
+    assert recv_exactly(s, len(expected)) == expected
+    s.sendall(b'SET x "unbalanced\r\n')
+    assert recv_until_closed(s).startswith(b"-ERR Protocol error: unbalanced quotes")
+
+
+def test_request_split_into_single_bytes(server):
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for b in b"*3\r\n$3\r\nSET\r\n$5\r\nsplit\r\n$3\r\nyes\r\n*2\r\n$3\r\nGET\r\n$5\r\nsplit\r\n":
+        s.sendall(bytes([b]))
+        time.sleep(0.001)
+    assert recv_exactly(s, 14) == b"+OK\r\n$3\r\nyes\r\n"
+
+
+def test_pipeline_of_ten_thousand_in_one_write(server):
+    s = socket.create_connection(("127.0.0.1", server.port))
+    req = b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\nv\r\n" % (len(str(i)), str(i).encode()) for i in range(5000))
+    req += b"".join(b"*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n" % (len(str(i)), str(i).encode()) for i in range(5000))
+    s.sendall(req)
+    expected = b"+OK\r\n" * 5000 + b"".join(b"$%d\r\n%s\r\n" % (len(str(i)), str(i).encode()) for i in range(5000))
+    assert recv_exactly(s, len(expected)) == expected
+
+
+def test_hundred_megabyte_value(server):
+    c = server.client()
+    value = bytes(range(256)) * (100 * 1024 * 1024 // 256)
+    assert c.set("big", value) is True
+    got = c.get("big")
+    assert len(got) == len(value) and got == value
+    c.delete("big")
+
+
+def test_bulk_over_limit_closes_only_that_client(fresh_server):
+    s = fresh_server("--proto-max-bulk-len", "1mb")
+    bystander = s.client()
+    bystander.set("still", "here")
+    bad = socket.create_connection(("127.0.0.1", s.port))
+    bad.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n")
+    assert recv_until_closed(bad).startswith(b"-ERR Protocol error: invalid bulk length")
+    assert bystander.get("still") == b"here"
+
+
+def test_garbage_gets_protocol_error(server):
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(b"*2\r\n$3\r\nGET\r\n:12\r\n")
+    assert recv_until_closed(s).startswith(b"-ERR Protocol error: expected '$', got ':'")
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(b"*-5x\r\n")
+    assert recv_until_closed(s).startswith(b"-ERR Protocol error: invalid multibulk length")
