@@ -149,6 +149,31 @@ public final class Engine: @unchecked Sendable {
         run(command, argv, session: session, out: &out)
     }
 
+    /// True for a plain `SET key value` that may run grouped with its neighbours
+    /// (`executePlainSets`): authenticated, outside MULTI.
+    @inline(__always)
+    public func isPlainSet(_ argv: [[UInt8]], session: Session) -> Bool {
+        argv.count == 3 && argv[0].isKeyword("SET") && session.authenticated && !session.inTransaction
+    }
+
+    /// Runs consecutive plain SETs of one read as one write batch: the keys' locks are held
+    /// together, one WAL write covers them all, and each gets its `+OK` (or the error).
+    public func executePlainSets(_ requests: [[[UInt8]]], session: Session, out: inout RESPWriter) {
+        stats.commandsProcessed.increment(by: requests.count)
+        let family = session.family
+        var batch = WriteBatch()
+        for r in requests { batch.put(r[1], ValueFormat.encode(r[2]), in: family.handle) }
+        let options = writeOptions
+        do {
+            try locks.withLocks(requests.map { $0[1] }, in: family) { () throws(CommandError) in
+                try storage("grouped SET") { try database.write(batch, options: options) }
+            }
+            for _ in requests { out.simpleString("OK") }
+        } catch {
+            for _ in requests { reply(error, to: &out) }
+        }
+    }
+
     /// Runs an already-checked command; used by EXEC for each queued request too.
     func run(_ command: Command, _ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
         let call = Call(engine: self, session: session, argv: argv, name: command.name)

@@ -118,6 +118,9 @@ final class Connection: @unchecked Sendable {
     }
 
     /// Runs complete requests until the parser needs more bytes or the replies need to drain.
+    ///
+    /// Consecutive plain `SET key value` requests of one read are written as one RocksDB write
+    /// batch (`Engine.executePlainSets`): same replies, same order, one WAL write for the group.
     private func process() {
         let engine = worker.engine
         while !closed {
@@ -125,21 +128,51 @@ final class Connection: @unchecked Sendable {
                 flush()
                 if sent < writer.bytes.count { break }
             }
-            let argv: [[UInt8]]?
-            do {
-                argv = try parser.next()
-            } catch {
-                writer.error("ERR \(error.message)")
-                worker.logger.info("protocol error from client \(session.id) (\(session.record.address)): \(error.message)")
-                session.closeAfterReply = true
-                break
-            }
-            guard let argv else { break }
+            guard let argv = nextRequest() else { break }
             writer.version = session.protocolVersion
-            engine.execute(argv, session: session, out: &writer)
+            if engine.isPlainSet(argv, session: session) {
+                var group = [argv]
+                while group.count < Connection.maxGroupedSets, let next = nextRequest() {
+                    if engine.isPlainSet(next, session: session) {
+                        group.append(next)
+                    } else {
+                        lookahead = next
+                        break
+                    }
+                }
+                engine.executePlainSets(group, session: session, out: &writer)
+            } else {
+                engine.execute(argv, session: session, out: &writer)
+            }
             if session.closeAfterReply { break }
         }
+        if let error = protocolError, lookahead == nil {
+            protocolError = nil
+            writer.error("ERR \(error.message)")
+            worker.logger.info("protocol error from client \(session.id) (\(session.record.address)): \(error.message)")
+            session.closeAfterReply = true
+        }
         flush()
+    }
+
+    /// A request held back while grouping SETs.
+    private var lookahead: [[UInt8]]? = nil
+    /// A protocol error met while looking ahead; reported after the requests before it ran.
+    private var protocolError: RESPProtocolError? = nil
+    static let maxGroupedSets = 1024
+
+    private func nextRequest() -> [[UInt8]]? {
+        if let l = lookahead {
+            lookahead = nil
+            return l
+        }
+        guard protocolError == nil else { return nil }
+        do {
+            return try parser.next()
+        } catch {
+            protocolError = error
+            return nil
+        }
     }
 
     /// Writes pending replies; arms the write source and pauses reading when the socket is full.
