@@ -7,8 +7,8 @@ WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
-RUN swift build -c release --product cairnd && swift build -c release --product cairn-cli \
-    && cp "$(swift build -c release --show-bin-path)/cairnd" "$(swift build -c release --show-bin-path)/cairn-cli" /usr/local/bin/ \
+RUN swift build -c release --product cairnd \
+    && cp "$(swift build -c release --show-bin-path)/cairnd" /usr/local/bin/ \
     && mkdir -p /out/swift && cp /usr/lib/swift/linux/*.so* /out/swift/ 2>/dev/null || true
 
 # Runtime stage: only the RocksDB runtime library and the Swift runtime.
@@ -17,7 +17,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends librocksdb7.8 c
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --home /data --shell /usr/sbin/nologin cairn \
     && mkdir -p /data && chown cairn:cairn /data
-COPY --from=build /usr/local/bin/cairnd /usr/local/bin/cairn-cli /usr/local/bin/
+COPY --from=build /usr/local/bin/cairnd /usr/local/bin/
 COPY --from=build /out/swift/ /usr/lib/swift/linux/
 COPY config/cairn.conf /etc/cairn/cairn.conf
 ENV LD_LIBRARY_PATH=/usr/lib/swift/linux

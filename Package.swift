@@ -13,9 +13,7 @@ let package = Package(
     products: [
         .library(name: "Rocks", targets: ["Rocks"]),
         .library(name: "RESP", targets: ["RESP"]),
-        .library(name: "CairnClient", targets: ["CairnClient"]),
         .executable(name: "cairnd", targets: ["cairnd"]),
-        .executable(name: "cairn-cli", targets: ["cairn-cli"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -40,21 +38,12 @@ let package = Package(
             dependencies: ["CairnEngine", "RESP", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
-        .target(name: "CairnClient", dependencies: ["RESP"], swiftSettings: strictSettings),
         .executableTarget(
             name: "cairnd",
             dependencies: [
                 "CairnServer", "CairnEngine", "Rocks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(
-            name: "cairn-cli",
-            dependencies: [
-                "CairnClient", "RESP",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
         ),
@@ -65,7 +54,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "CairnServerTests", dependencies: ["CairnClient", "RESP"],
+            name: "CairnServerTests", dependencies: ["RESP"],
             swiftSettings: strictSettings
         ),
     ]

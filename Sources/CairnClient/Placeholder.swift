@@ -1,1 +1,0 @@
-// CairnClient: see the module overview in this folder.
