@@ -28,6 +28,8 @@ public final class Database: KeyValueReader, @unchecked Sendable {
     let snapshotCount = Atomic<Int>(0)
     let cursorCount = Atomic<Int>(0)
     private let familiesByName: Mutex<[String: ColumnFamily]>
+    /// Dropped families whose C handles still need destroying at close.
+    private let droppedFamilies = Mutex<[ColumnFamily]>([])
     private let familyOptions: @Sendable (String) -> ColumnFamilyOptions
     private let options: DatabaseOptions
     /// C objects that must outlive the database: options, compaction filters, the cache.
@@ -83,20 +85,21 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         var handles = [OpaquePointer?](repeating: nil, count: names.count)
         let cNames = names.map { strdup($0) }
         defer { cNames.forEach { free($0) } }
-        let db: OpaquePointer? = try cNames.map { UnsafePointer($0) }.withUnsafeBufferPointer { namePtrs in
-            try familyOpts.withUnsafeBufferPointer { optPtrs in
-                try rocksCall { err in
-                    if options.readOnly {
-                        rocksdb_open_for_read_only_column_families(
-                            dbOptions, path, Int32(names.count), namePtrs.baseAddress, optPtrs.baseAddress, &handles, 0, err)
-                    } else {
-                        rocksdb_open_column_families(
-                            dbOptions, path, Int32(names.count), namePtrs.baseAddress, optPtrs.baseAddress, &handles, err)
-                    }
-                }
-            }
+        /// On a failed open nothing else owns these yet.
+        func releaseOwned() {
+            owned.options.forEach { rocksdb_options_destroy($0) }
+            owned.filters.forEach { rocksdb_compactionfilter_destroy($0) }
+            if let cache { rocksdb_cache_destroy(cache) }
+        }
+        let db: OpaquePointer?
+        do {
+            db = try Database.openRaw(path, options, names: cNames, familyOptions: familyOpts, dbOptions: dbOptions, handles: &handles)
+        } catch {
+            releaseOwned()
+            throw error
         }
         guard let db else {
+            releaseOwned()
             throw StorageError(code: .unknown, message: "rocksdb_open returned no database for \(path)")
         }
         raw = db
@@ -121,6 +124,25 @@ public final class Database: KeyValueReader, @unchecked Sendable {
             }
         }
         writeOptionsCache = writes
+    }
+
+    private static func openRaw(
+        _ path: String, _ options: DatabaseOptions, names cNames: [UnsafeMutablePointer<CChar>?],
+        familyOptions familyOpts: [OpaquePointer?], dbOptions: OpaquePointer, handles: inout [OpaquePointer?]
+    ) throws -> OpaquePointer? {
+        try cNames.map { UnsafePointer($0) }.withUnsafeBufferPointer { namePtrs in
+            try familyOpts.withUnsafeBufferPointer { optPtrs in
+                try rocksCall { err in
+                    if options.readOnly {
+                        rocksdb_open_for_read_only_column_families(
+                            dbOptions, path, Int32(cNames.count), namePtrs.baseAddress, optPtrs.baseAddress, &handles, 0, err)
+                    } else {
+                        rocksdb_open_column_families(
+                            dbOptions, path, Int32(cNames.count), namePtrs.baseAddress, optPtrs.baseAddress, &handles, err)
+                    }
+                }
+            }
+        }
     }
 
     /// Builds a C options object for the database or one family.
@@ -230,6 +252,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         try rocksCall { err in rocksdb_drop_column_family(raw, handle, err) }
         family.markDropped()
         familiesByName.withLock { _ = $0.removeValue(forKey: family.name) }
+        droppedFamilies.withLock { $0.append(family) }
     }
 
     // MARK: reads
@@ -439,7 +462,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
 
     private func forceClose() {
         guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let all = familiesByName.withLock { $0.values }
+        let all = familiesByName.withLock { Array($0.values) } + droppedFamilies.withLock { $0 }
         for f in all { f.destroy() }
         defaultHandle.destroy()
         rocksdb_close(raw)
