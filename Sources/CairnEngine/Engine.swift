@@ -136,6 +136,11 @@ public final class Engine: @unchecked Sendable {
         case .success(let c):
             command = c
         }
+        let now = Clock.milliseconds()
+        session.record.state.withLock {
+            $0.lastCommand = command.name
+            $0.lastInteraction = now
+        }
         if !session.authenticated && !command.flags.contains(.noAuth) {
             if session.inTransaction { session.transactionFailed = true }
             reply(.noAuth, to: &out)

@@ -9,10 +9,12 @@ import Glibc
 /// One client connection: its socket, read and write sources, request parser and reply buffer.
 ///
 /// Everything here runs on the owning worker's serial queue, so requests of one client run in
-/// order and replies go out in order. A read event reads what is available, runs every complete
-/// request, and writes all their replies with as few `write` calls as possible. When the socket
-/// cannot take more, reading stops until the replies drain (back-pressure); a client whose
-/// pending replies pass `client-output-buffer-limit` is disconnected, as Redis does.
+/// order and replies go out in order. A read event reads what is available (at most
+/// `Worker.readBudget`, so one client cannot starve the others), runs every complete request,
+/// and writes all their replies with as few `send` calls as possible. What the socket cannot
+/// take waits in the reply buffer for the write source; a client whose pending replies pass
+/// `client-output-buffer-limit` is disconnected, as Redis does, so a client that never reads
+/// costs at most that much memory.
 ///
 /// `@unchecked Sendable`: confined to `worker.queue` (checked with `dispatchPrecondition` in
 /// debug builds); the kill handler only enqueues onto that queue.
@@ -26,7 +28,6 @@ final class Connection: @unchecked Sendable {
     private var sent = 0
     private let readSource: any DispatchSourceRead
     private let writeSource: any DispatchSourceWrite
-    private var reading = true
     private var writing = false
     private var closed = false
     private var pendingCancels = 2
@@ -124,9 +125,14 @@ final class Connection: @unchecked Sendable {
     private func process() {
         let engine = worker.engine
         while !closed {
-            if writer.bytes.count - sent > Connection.flushThreshold {
+            let pending = writer.bytes.count - sent
+            if pending > Connection.flushThreshold {
+                // Redis's rule: replies queue up to the output limit, then the client is closed.
+                if pending > worker.limits.outputBufferLimit && worker.limits.outputBufferLimit > 0 {
+                    overLimit(pending)
+                    return
+                }
                 flush()
-                if sent < writer.bytes.count { break }
             }
             guard let argv = nextRequest() else { break }
             writer.version = session.protocolVersion
@@ -175,7 +181,7 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Writes pending replies; arms the write source and pauses reading when the socket is full.
+    /// Writes pending replies; arms the write source when the socket is full.
     private func flush() {
         guard !closed else { return }
         while sent < writer.bytes.count {
@@ -208,11 +214,9 @@ final class Connection: @unchecked Sendable {
                 close()
                 return
             }
-            setReading(true)
         } else {
             if pending > worker.limits.outputBufferLimit && worker.limits.outputBufferLimit > 0 {
-                worker.logger.warning("closing client \(session.id) (\(session.record.address)): \(pending) bytes of replies over client-output-buffer-limit")
-                close()
+                overLimit(pending)
                 return
             }
             if sent > 1 << 20 && sent > writer.bytes.count / 2 {
@@ -220,14 +224,12 @@ final class Connection: @unchecked Sendable {
                 sent = 0
             }
             setWriting(true)
-            setReading(false)
         }
     }
 
-    private func setReading(_ on: Bool) {
-        guard on != reading, !closed else { return }
-        reading = on
-        if on { readSource.resume() } else { readSource.suspend() }
+    private func overLimit(_ pending: Int) {
+        worker.logger.warning("closing client \(session.id) (\(session.record.address)): \(pending) bytes of replies over client-output-buffer-limit")
+        close()
     }
 
     private func setWriting(_ on: Bool) {
@@ -243,7 +245,6 @@ final class Connection: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(worker.queue))
         guard !closed else { return }
         // Sources must be running for their cancel handlers to fire.
-        if !reading { readSource.resume() }
         if !writing { writeSource.resume() }
         closed = true
         readSource.cancel()

@@ -1,4 +1,5 @@
 import CairnEngine
+import Foundation
 import Testing
 
 @Suite struct ConfigFileTests {
@@ -18,6 +19,15 @@ import Testing
         #expect(config.protoMaxBulkLen == 1 << 20)
         #expect(config.clientOutputBufferLimit == 1024)
         #expect(config.appendfsync == .always)
+    }
+
+    /// The documented file in config/ must parse and give the documented defaults.
+    @Test func shippedConfigFileMatchesDefaults() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("config/cairn.conf"), encoding: .utf8)
+        var config = Configuration()
+        try ConfigFile.apply(text, to: &config)
+        #expect(config == Configuration())
     }
 
     @Test func rejectsUnknownOptions() {

@@ -86,3 +86,28 @@ def test_garbage_gets_protocol_error(server):
     s = socket.create_connection(("127.0.0.1", server.port))
     s.sendall(b"*-5x\r\n")
     assert recv_until_closed(s).startswith(b"-ERR Protocol error: invalid multibulk length")
+
+
+def test_idle_timeout_closes_quiet_clients(fresh_server):
+    s = fresh_server("--timeout", "1")
+    idle = socket.create_connection(("127.0.0.1", s.port))
+    idle.sendall(b"PING\r\n")
+    assert recv_exactly(idle, 7) == b"+PONG\r\n"
+    start = time.time()
+    assert recv_until_closed(idle, timeout=10) == b""
+    assert 0.5 < time.time() - start < 5
+
+
+def test_client_that_never_reads_is_disconnected_at_output_limit(fresh_server):
+    s = fresh_server("--client-output-buffer-limit", "1mb")
+    c = s.client()
+    c.set("big", b"x" * (512 * 1024))
+    hog = socket.create_connection(("127.0.0.1", s.port))
+    hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    # Many GETs of a 512 KiB value in one go, never reading the replies.
+    hog.sendall(b"GET big\r\n" * 200)
+    deadline = time.time() + 20
+    while time.time() < deadline and len(c.client_list()) > 1:
+        time.sleep(0.1)
+    assert len(c.client_list()) == 1, "the client that never reads was disconnected"
+    assert c.get("big") == b"x" * (512 * 1024), "other clients keep working"
