@@ -25,13 +25,14 @@ extension Call {
 
     /// Runs `body` holding the write locks of `keys` (already held inside EXEC).
     func locked<R>(_ keys: [[UInt8]], _ body: () throws(CommandError) -> R) throws(CommandError) -> R {
-        if session.transaction != nil { return try body() }
+        if session.transaction != nil || session.holdsKeyLocks { return try body() }
+        session.holdsKeyLocks = true
+        defer { session.holdsKeyLocks = false }
         return try engine.locks.withLocks(keys, in: family, body)
     }
 
     func locked<R>(_ key: [UInt8], _ body: () throws(CommandError) -> R) throws(CommandError) -> R {
-        if session.transaction != nil { return try body() }
-        return try engine.locks.withLock(key, in: family, body)
+        try locked([key], body)
     }
 
     /// Calls `body` with the live payload of `key`, or nil when missing or expired.
@@ -115,7 +116,9 @@ extension Call {
 
     /// Deletes a key found expired on read, unless it was rewritten meanwhile.
     func reapExpired(_ key: [UInt8]) {
-        guard session.transaction == nil else { return }
+        // Under a key lock (a write is about to replace the value) or in EXEC, leave it: the
+        // locks are not re-entrant, and compaction drops it anyway.
+        guard session.transaction == nil && !session.holdsKeyLocks else { return }
         let handle = family.handle
         let engine = engine
         engine.locks.withLock(key, in: family) {

@@ -21,6 +21,8 @@ public final class Session: @unchecked Sendable {
     var transactionFailed = false
     /// WATCHed keys with the version each had when watched.
     var watched: [WatchedKey] = []
+    /// True while a command holds key locks (they are not re-entrant).
+    var holdsKeyLocks = false
     /// The EXEC being run, whose writes are staged in one batch.
     var transaction: Transaction? = nil
 

@@ -88,3 +88,23 @@ import Testing
         #expect(keys("h\\*llo") == 1)
     }
 }
+
+@Suite struct ExpiredKeyWriteTests {
+    /// Writes that read an expired value first (under the key's lock) must not deadlock on the
+    /// lazy delete, and must treat the key as missing.
+    @Test func writesOverExpiredKeys() async throws {
+        let h = try EngineHarness()
+        for key in ["nx", "incr", "append", "getset", "setrange", "expire", "rename"] {
+            h.run("SET", key, "5", "PX", "5")
+        }
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(h.run("SET", "nx", "new", "NX") == .ok)
+        #expect(h.run("INCR", "incr") == .integer(1))
+        #expect(h.run("APPEND", "append", "x") == .integer(1))
+        #expect(h.run("GETSET", "getset", "y") == .null)
+        #expect(h.run("SETRANGE", "setrange", "1", "z") == .integer(2))
+        #expect(h.run("EXPIRE", "expire", "10") == .integer(0))
+        #expect(h.run("RENAME", "rename", "other") == .error("ERR no such key"))
+        #expect(h.run("TTL", "incr") == .integer(-1))
+    }
+}
