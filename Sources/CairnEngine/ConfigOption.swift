@@ -90,6 +90,7 @@ public struct ConfigOption: Sendable {
             config.bloomBitsPerKey = v
         },
         .int("max-background-jobs", mutable: false, min: 1, \.maxBackgroundJobs),
+        .int("io-threads", mutable: false, min: 1, \.ioThreads),
         .int("slowlog-log-slower-than", min: -1, \.slowlogLogSlowerThan),
         .int("slowlog-max-len", \.slowlogMaxLen),
         .string("port-file", mutable: false, \.portFile),

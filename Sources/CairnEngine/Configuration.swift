@@ -49,6 +49,8 @@ public struct Configuration: Sendable, Equatable {
     public var slowlogLogSlowerThan = 10000
     /// Entries kept in the slow log. Default 128.
     public var slowlogMaxLen = 128
+    /// Serial queues serving connections (Redis's io-threads). Default: the number of cores.
+    public var ioThreads = Configuration.defaultBackgroundJobs
     /// Path of a file to write the listening port into once ready; empty for none.
     public var portFile = ""
 

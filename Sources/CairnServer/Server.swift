@@ -37,7 +37,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         self.logger = logger
         self.configFilePath = configFilePath
         self.onShutdown = onShutdown
-        let count = workerCount ?? max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let count = workerCount ?? engine.configuration.ioThreads
         var built: [Worker] = []
         for i in 0..<count {
             built.append(Worker(index: i, engine: engine, logger: logger, onRemoved: {}))
