@@ -28,5 +28,8 @@ public struct CommandTable: Sendable {
         KeyCommands.all,
         TransactionCommands.all,
         ServerCommands.all,
+        FamilyCommands.all,
+        SnapshotCommands.all,
+        RangeCommands.all,
     ])
 }

@@ -51,6 +51,17 @@ public struct Configuration: Sendable, Equatable {
     public var slowlogMaxLen = 128
     /// Serial queues serving connections (Redis's io-threads). Default: the number of cores.
     public var ioThreads = Configuration.defaultBackgroundJobs
+    /// Snapshots one connection may hold. Default 16.
+    public var maxSnapshotsPerClient = 16
+    /// Snapshots the whole server may hold. Default 1024.
+    public var maxSnapshots = 1024
+    /// A snapshot older than this many seconds is released (so a forgotten one cannot pin old
+    /// data forever); 0 never. Default 3600.
+    public var snapshotMaxAge = 3600
+    /// Server-side iterators one connection may hold. Default 16.
+    public var maxIteratorsPerClient = 16
+    /// An iterator unused this many seconds is closed; 0 never. Default 300.
+    public var iteratorIdleTimeout = 300
     /// Path of a file to write the listening port into once ready; empty for none.
     public var portFile = ""
 

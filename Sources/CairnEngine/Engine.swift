@@ -116,10 +116,58 @@ public final class Engine: @unchecked Sendable {
         return Session(record: record, authenticated: !needsAuth, family: defaultFamily)
     }
 
-    /// Releases what a closed connection owned (snapshots, iterators come with issue 4's commands).
+    /// Snapshots held by all connections (capped by `max-snapshots`).
+    let snapshotCount = Atomic<Int>(0)
+    /// Ids for snapshots and iterators, unique server-wide.
+    let nextHandleID = Atomic<Int64>(1)
+
+    /// Releases what a closed connection owned: its snapshots and iterators.
     public func connectionClosed(_ session: Session) {
         session.queued = nil
         session.watched = []
+        for it in session.iterators.values { it.cursor.close() }
+        session.iterators = [:]
+        session.readSnapshot = nil
+        for snap in session.snapshots.values { release(snap) }
+        session.snapshots = [:]
+    }
+
+    /// Releases one of the session's snapshots, closing the iterators that read through it.
+    func dropSnapshot(_ id: Int64, of session: Session) {
+        guard let snap = session.snapshots.removeValue(forKey: id) else { return }
+        for (iid, it) in session.iterators where it.snapshot === snap {
+            it.cursor.close()
+            session.iterators.removeValue(forKey: iid)
+        }
+        if session.readSnapshot === snap { session.readSnapshot = nil }
+        release(snap)
+    }
+
+    func release(_ snap: OwnedSnapshot) {
+        snap.snapshot.release()
+        snapshotCount.add(-1, ordering: .relaxed)
+    }
+
+    /// Releases snapshots past `snapshot-max-age` and closes iterators idle past
+    /// `iterator-idle-timeout`. The server calls this about once a second per connection, on the
+    /// connection's queue.
+    public func reclaimIdle(_ session: Session) {
+        guard !session.snapshots.isEmpty || !session.iterators.isEmpty else { return }
+        let config = configuration
+        let now = Clock.milliseconds()
+        if config.iteratorIdleTimeout > 0 {
+            for (id, it) in session.iterators where now - it.lastUsed > Int64(config.iteratorIdleTimeout) * 1000 {
+                it.cursor.close()
+                session.iterators.removeValue(forKey: id)
+                logger.info("closed iterator \(id) of client \(session.id): idle past iterator-idle-timeout")
+            }
+        }
+        if config.snapshotMaxAge > 0 {
+            for (id, snap) in session.snapshots where snap.id == id && now - snap.createdAt > Int64(config.snapshotMaxAge) * 1000 {
+                dropSnapshot(id, of: session)
+                logger.info("released snapshot \(id) of client \(session.id): older than snapshot-max-age")
+            }
+        }
     }
 
     /// Runs one request and appends its reply to `out`.

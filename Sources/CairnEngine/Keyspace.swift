@@ -23,6 +23,14 @@ extension Call {
     var family: Family { session.family }
     var now: Int64 { Clock.milliseconds() }
 
+    /// Reads go through the connection's snapshot when SNAPSHOT.USE chose one.
+    var readOptions: ReadOptions {
+        guard let snap = session.readSnapshot else { return .default }
+        var o = ReadOptions()
+        o.snapshot = snap.snapshot
+        return o
+    }
+
     /// Runs `body` holding the write locks of `keys` (already held inside EXEC).
     func locked<R>(_ keys: [[UInt8]], _ body: () throws(CommandError) -> R) throws(CommandError) -> R {
         if session.transaction != nil || session.holdsKeyLocks { return try body() }
@@ -51,8 +59,9 @@ extension Call {
         }
         var expired = false
         let handle = family.handle
+        let readOptions = self.readOptions
         let result: R = try engine.storage("read") {
-            try database.withValue(forKey: key, in: handle) { raw throws -> R in
+            try database.withValue(forKey: key, in: handle, options: readOptions) { raw throws -> R in
                 guard let raw, let h = ValueFormat.header(of: raw) else { return try body(nil, nil) }
                 if h.isExpired(now: now) {
                     expired = true
@@ -61,7 +70,7 @@ extension Call {
                 return try body(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
             }
         }
-        if expired { reapExpired(key) }
+        if expired && session.readSnapshot == nil { reapExpired(key) }
         return result
     }
 
@@ -69,6 +78,20 @@ extension Call {
     func read(_ key: [UInt8]) throws(CommandError) -> StoredValue? {
         try withPayload(key) { payload, expiresAt in
             payload.map { StoredValue(payload: Array($0), expiresAt: expiresAt) }
+        }
+    }
+
+    /// The live payloads of several keys, read at one sequence number (RocksDB's MultiGet), so
+    /// a concurrent EXEC is seen whole or not at all, as Redis's MGET promises.
+    func readMany(_ keys: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
+        if session.transaction != nil { return try keys.map { (k: [UInt8]) throws(CommandError) -> [UInt8]? in try read(k)?.payload } }
+        let handle = family.handle
+        let options = readOptions
+        let raw = try engine.storage("MGET") { try database.multiGet(keys, in: handle, options: options) }
+        let now = now
+        return raw.map { value in
+            guard let value, let h = ValueFormat.header(of: value), !h.isExpired(now: now) else { return nil }
+            return Array(value[h.payloadOffset...])
         }
     }
 
@@ -136,7 +159,7 @@ extension Call {
     func forEachKey(from start: [UInt8] = [], prefix: [UInt8] = [], _ body: ([UInt8], Int64?) throws(CommandError) -> Bool) throws(CommandError) {
         let handle = family.handle
         let now = now
-        var options = ReadOptions()
+        var options = readOptions
         options.fillCache = false
         if !prefix.isEmpty {
             options.lowerBound = prefix

@@ -25,6 +25,12 @@ public final class Session: @unchecked Sendable {
     var holdsKeyLocks = false
     /// The EXEC being run, whose writes are staged in one batch.
     var transaction: Transaction? = nil
+    /// Snapshots this connection made, by id; released when it closes.
+    var snapshots: [Int64: OwnedSnapshot] = [:]
+    /// The snapshot reads go through (`SNAPSHOT.USE`), or nil for the latest data.
+    var readSnapshot: OwnedSnapshot? = nil
+    /// Server-side iterators this connection opened, by id; closed when it closes.
+    var iterators: [Int64: OwnedIterator] = [:]
 
     public init(record: ClientRecord, authenticated: Bool, family: Family) {
         self.record = record
@@ -57,4 +63,36 @@ public final class Family: Sendable {
 struct WatchedKey {
     var stripe: Int
     var version: UInt64
+}
+
+/// A snapshot owned by one connection.
+final class OwnedSnapshot {
+    let id: Int64
+    let snapshot: Snapshot
+    let createdAt: Int64
+
+    init(id: Int64, snapshot: Snapshot, createdAt: Int64) {
+        self.id = id
+        self.snapshot = snapshot
+        self.createdAt = createdAt
+    }
+}
+
+/// A server-side iterator owned by one connection: a cursor over one family, moving forward
+/// or backward, remembered between ITER commands.
+final class OwnedIterator {
+    let id: Int64
+    let cursor: Cursor
+    let family: Family
+    /// Keeps the snapshot the iterator reads through alive.
+    let snapshot: OwnedSnapshot?
+    var lastUsed: Int64
+
+    init(id: Int64, cursor: Cursor, family: Family, snapshot: OwnedSnapshot?, now: Int64) {
+        self.id = id
+        self.cursor = cursor
+        self.family = family
+        self.snapshot = snapshot
+        self.lastUsed = now
+    }
 }

@@ -75,6 +75,8 @@ final class Worker: @unchecked Sendable {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + 1, repeating: 1)
         timer.setEventHandler { [unowned self] in
+            // Snapshots past their age and idle iterators go, even on busy connections.
+            for c in connections.values where !c.isClosed { engine.reclaimIdle(c.session) }
             let timeout = limits.idleTimeoutSeconds
             guard timeout > 0 else { return }
             let limit = UInt64(timeout) * 1_000_000_000

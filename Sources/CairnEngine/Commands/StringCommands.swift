@@ -68,11 +68,10 @@ enum StringCommands {
                 handler: getex),
         Command("mget", arity: -2, flags: [.readonly, .fast], keys: (1, -1, 1), group: "string",
                 summary: "Atomically returns the string values of one or more keys.", arguments: "key [key ...]") { call, out throws(CommandError) in
-            out.arrayHeader(call.count - 1)
-            for i in 1..<call.count {
-                try call.withPayload(call[i]) { payload, _ in
-                    if let payload { out.bulk(payload) } else { out.null() }
-                }
+            let values = try call.readMany(Array(call.argv.dropFirst()))
+            out.arrayHeader(values.count)
+            for v in values {
+                if let v { out.bulk(v) } else { out.null() }
             }
         },
         Command("mset", arity: -3, flags: [.write], keys: (1, -1, 2), group: "string",

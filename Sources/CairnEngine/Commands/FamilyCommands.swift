@@ -1,0 +1,138 @@
+import RESP
+import Rocks
+
+/// Column families and MERGE: Cairn's own commands (no Redis equivalent).
+///
+/// `CF.CREATE name [MERGE add|append|max|min] [COMPRESSION no|snappy|zlib|lz4|zstd] [BLOOM bits] [BLOCKSIZE bytes]`,
+/// `CF.DROP name`, `CF.LIST`, `CF.USE name`, `CF.INFO name`, `MERGE key operand`.
+/// A family's merge operator is recorded in the `cairn.meta` family so it survives restarts.
+enum FamilyCommands {
+    static let all: [Command] = [
+        Command("cf.create", arity: -2, flags: [.write, .admin], group: "cairn",
+                summary: "Creates a column family, optionally with a merge operator and its own table options.",
+                arguments: "name [MERGE add|append|max|min] [COMPRESSION no|snappy|zlib|lz4|zstd] [BLOOM bits] [BLOCKSIZE bytes]",
+                handler: create),
+        Command("cf.drop", arity: 2, flags: [.write, .admin], group: "cairn",
+                summary: "Drops a column family and all its keys at once; the space is reclaimed as its files go.",
+                arguments: "name") { call, out throws(CommandError) in
+            let name = call.text(1)
+            guard name != "default" else { throw CommandError("ERR", "the default column family cannot be dropped") }
+            guard let family = call.engine.family(named: name) else { throw noSuchFamily(name) }
+            let engine = call.engine
+            try engine.storage("CF.DROP") {
+                try engine.database.dropFamily(family.handle)
+                if let meta = engine.database.family(named: Engine.metaFamilyName) {
+                    try engine.database.delete(Array("family:\(name)".utf8), in: meta, options: WriteOptions(sync: true))
+                }
+            }
+            engine.unregisterFamily(name)
+            if call.session.family === family { call.session.family = engine.defaultFamily }
+            out.simpleString("OK")
+        },
+        Command("cf.list", arity: 1, flags: [.readonly], group: "cairn", summary: "Lists the column families.") { call, out throws(CommandError) in
+            let names = call.engine.allFamilies.map(\.name)
+            out.arrayHeader(names.count)
+            for n in names { out.bulk(n) }
+        },
+        Command("cf.use", arity: 2, flags: [.fast], group: "cairn",
+                summary: "Makes a column family the current one for this connection's data commands.", arguments: "name") {
+            call, out throws(CommandError) in
+            let name = call.text(1)
+            guard let family = call.engine.family(named: name) else { throw noSuchFamily(name) }
+            call.session.family = family
+            call.session.record.state.withLock { $0.family = name }
+            out.simpleString("OK")
+        },
+        Command("cf.info", arity: -1, flags: [.readonly], group: "cairn",
+                summary: "Reports a column family's merge operator, estimated keys, size on disk and memtable size.",
+                arguments: "[name]") { call, out throws(CommandError) in
+            let name = call.count == 2 ? call.text(1) : call.family.name
+            guard let family = call.engine.family(named: name) else { throw noSuchFamily(name) }
+            let db = call.engine.database
+            let fields: [(String, String)] = [
+                ("name", family.name),
+                ("merge", family.mergeOperator ?? ""),
+                ("estimate_keys", String(db.integerProperty("rocksdb.estimate-num-keys", in: family.handle) ?? 0)),
+                ("sst_bytes", String(db.integerProperty("rocksdb.total-sst-files-size", in: family.handle) ?? 0)),
+                ("memtable_bytes", String(db.integerProperty("rocksdb.cur-size-all-mem-tables", in: family.handle) ?? 0)),
+            ]
+            out.mapHeader(fields.count)
+            for (k, v) in fields {
+                out.bulk(k)
+                out.bulk(v)
+            }
+        },
+        Command("merge", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "cairn",
+                summary: "Folds an operand into a key through the column family's merge operator, without reading it.",
+                arguments: "key operand") { call, out throws(CommandError) in
+            guard let opName = call.family.mergeOperator, let kind = MergeKind(name: opName) else {
+                throw CommandError("ERR", "column family '\(call.family.name)' has no merge operator; create one with CF.CREATE name MERGE add|append|max|min")
+            }
+            if kind == .add && Bytes.int64(call[2]) == nil { throw .notInteger }
+            let operand = kind.operand(call[2])
+            if let tx = call.session.transaction {
+                tx.batch.merge(call[1], operand, in: call.family.handle)
+                // Later reads in the same EXEC see the merged value through the overlay.
+                let current = try call.read(call[1])
+                let merged = operand.withUnsafeBytes { raw in
+                    kind.apply(current?.payload, UnsafeRawBufferPointer(rebasing: raw[1...]))
+                }
+                tx.overlay[call.family.name, default: [:]][call[1]] = .some(ValueFormat.encode(merged, expiresAt: current?.expiresAt))
+            } else {
+                let handle = call.family.handle
+                let options = call.engine.writeOptions
+                try call.engine.storage("MERGE") { try call.database.merge(call[1], operand, in: handle, options: options) }
+            }
+            out.simpleString("OK")
+        },
+    ]
+
+    static func noSuchFamily(_ name: String) -> CommandError {
+        CommandError("ERR", "no such column family '\(name)'")
+    }
+
+    static func create(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        let name = call.text(1)
+        guard !name.isEmpty, name != Engine.metaFamilyName, !name.contains(where: { $0 == " " || $0 == "\n" }) else {
+            throw CommandError("ERR", "invalid column family name '\(name)'")
+        }
+        var options = Engine.familyOptions(name)
+        var merge: MergeKind? = nil
+        var i = 2
+        while i + 1 < call.count {
+            let value = call.text(i + 1)
+            if call[i].isKeyword("MERGE") {
+                guard let k = MergeKind(name: value) else { throw CommandError("ERR", "unknown merge operator '\(value)'; use add, append, max or min") }
+                merge = k
+            } else if call[i].isKeyword("COMPRESSION") {
+                guard let c = Compression(rawValue: value == "no" ? "none" : value.lowercased()) else {
+                    throw CommandError("ERR", "unknown compression '\(value)'; use no, snappy, zlib, lz4 or zstd")
+                }
+                options.compression = c
+            } else if call[i].isKeyword("BLOOM") {
+                guard let bits = Double(value), bits >= 0, bits <= 64 else { throw CommandError("ERR", "BLOOM takes bits per key from 0 to 64") }
+                options.bloomBitsPerKey = bits
+            } else if call[i].isKeyword("BLOCKSIZE") {
+                guard let size = ConfigOption.parseMemory(value), size >= 1024, size <= 64 << 20 else {
+                    throw CommandError("ERR", "BLOCKSIZE takes bytes from 1kb to 64mb")
+                }
+                options.blockSize = size
+            } else {
+                throw .syntax
+            }
+            i += 2
+        }
+        guard i == call.count else { throw .syntax }
+        let engine = call.engine
+        guard engine.family(named: name) == nil else { throw CommandError("ERR", "column family '\(name)' already exists") }
+        let handle = try engine.storage("CF.CREATE") { () throws -> ColumnFamily in
+            let handle = try engine.database.createFamily(named: name, options: options)
+            if let meta = engine.database.family(named: Engine.metaFamilyName) {
+                try engine.database.put(Array("family:\(name)".utf8), Array((merge?.name ?? "").utf8), in: meta, options: WriteOptions(sync: true))
+            }
+            return handle
+        }
+        engine.registerFamily(Family(name: name, handle: handle, mergeOperator: merge?.name))
+        out.simpleString("OK")
+    }
+}

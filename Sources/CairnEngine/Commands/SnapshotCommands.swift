@@ -1,0 +1,167 @@
+import RESP
+import Rocks
+
+/// Snapshots and server-side iterators: Cairn's own commands.
+///
+/// `SNAPSHOT.CREATE` → id, `SNAPSHOT.RELEASE id`, `SNAPSHOT.LIST` (id, sequence number, age in
+/// seconds), `SNAPSHOT.USE id|NONE` (this connection's reads see the snapshot).
+/// `ITER.OPEN [SNAPSHOT id] [REV] [START key]` → id; `ITER.NEXT id [count]` returns up to count
+/// key/value pairs in ascending order from the iterator's position, `ITER.PREV id [count]` the
+/// same descending; `ITER.SEEK id key`; `ITER.CLOSE id`. `REV` starts from the end (or at the last
+/// key <= START). Both belong to the connection that made them and go when it closes; caps and
+/// idle limits are in cairn.conf.
+enum SnapshotCommands {
+    static let all: [Command] = [
+        Command("snapshot.create", arity: 1, flags: [.readonly], group: "cairn",
+                summary: "Takes a consistent snapshot of the database; returns its id.") { call, out throws(CommandError) in
+            let engine = call.engine
+            let config = engine.configuration
+            guard call.session.snapshots.count < config.maxSnapshotsPerClient else {
+                throw CommandError("ERR", "too many snapshots on this connection (max-snapshots-per-client \(config.maxSnapshotsPerClient)); release some with SNAPSHOT.RELEASE")
+            }
+            guard engine.snapshotCount.add(1, ordering: .relaxed).newValue <= config.maxSnapshots else {
+                engine.snapshotCount.add(-1, ordering: .relaxed)
+                throw CommandError("ERR", "too many snapshots on the server (max-snapshots \(config.maxSnapshots))")
+            }
+            let snapshot: Snapshot
+            do throws(CommandError) {
+                snapshot = try engine.storage("SNAPSHOT.CREATE") { try engine.database.snapshot() }
+            } catch {
+                engine.snapshotCount.add(-1, ordering: .relaxed)
+                throw error
+            }
+            let id = engine.nextHandleID.add(1, ordering: .relaxed).oldValue
+            call.session.snapshots[id] = OwnedSnapshot(id: id, snapshot: snapshot, createdAt: Clock.milliseconds())
+            out.integer(id)
+        },
+        Command("snapshot.release", arity: 2, flags: [.readonly, .fast], group: "cairn",
+                summary: "Releases a snapshot (and closes iterators reading through it).", arguments: "id") { call, out throws(CommandError) in
+            let id = try call.integer(1)
+            guard call.session.snapshots[id] != nil else { throw noSuchSnapshot(id) }
+            call.engine.dropSnapshot(id, of: call.session)
+            out.simpleString("OK")
+        },
+        Command("snapshot.list", arity: 1, flags: [.readonly], group: "cairn",
+                summary: "Lists this connection's snapshots: id, sequence number, age in seconds.") { call, out throws(CommandError) in
+            let now = Clock.milliseconds()
+            let snaps = call.session.snapshots.values.sorted { $0.id < $1.id }
+            out.arrayHeader(snaps.count)
+            for s in snaps {
+                out.arrayHeader(3)
+                out.integer(s.id)
+                out.integer(Int64(bitPattern: s.snapshot.sequenceNumber))
+                out.integer((now - s.createdAt) / 1000)
+            }
+        },
+        Command("snapshot.use", arity: 2, flags: [.readonly, .fast], group: "cairn",
+                summary: "Makes this connection's reads see a snapshot (NONE: the latest data again).", arguments: "id|NONE") {
+            call, out throws(CommandError) in
+            if call[1].isKeyword("NONE") {
+                call.session.readSnapshot = nil
+            } else {
+                let id = try call.integer(1)
+                guard let snap = call.session.snapshots[id] else { throw noSuchSnapshot(id) }
+                call.session.readSnapshot = snap
+            }
+            out.simpleString("OK")
+        },
+        Command("iter.open", arity: -1, flags: [.readonly], group: "cairn",
+                summary: "Opens a server-side iterator over the current column family; returns its id.",
+                arguments: "[SNAPSHOT id] [REV] [START key]", handler: open),
+        Command("iter.next", arity: -2, flags: [.readonly], group: "cairn",
+                summary: "Returns up to count key/value pairs ascending from the iterator's position.",
+                arguments: "id [count]") { call, out throws(CommandError) in try step(call, &out, forward: true) },
+        Command("iter.prev", arity: -2, flags: [.readonly], group: "cairn",
+                summary: "Returns up to count key/value pairs descending from the iterator's position.",
+                arguments: "id [count]") { call, out throws(CommandError) in try step(call, &out, forward: false) },
+        Command("iter.seek", arity: 3, flags: [.readonly, .fast], group: "cairn",
+                summary: "Moves the iterator to the first key >= key.", arguments: "id key") { call, out throws(CommandError) in
+            let it = try iterator(call)
+            it.cursor.seek(call[2])
+            out.simpleString("OK")
+        },
+        Command("iter.close", arity: 2, flags: [.readonly, .fast], group: "cairn",
+                summary: "Closes a server-side iterator.", arguments: "id") { call, out throws(CommandError) in
+            let it = try iterator(call)
+            it.cursor.close()
+            call.session.iterators.removeValue(forKey: it.id)
+            out.simpleString("OK")
+        },
+    ]
+
+    static func noSuchSnapshot(_ id: Int64) -> CommandError {
+        CommandError("ERR", "no such snapshot \(id) on this connection")
+    }
+
+    static func iterator(_ call: Call) throws(CommandError) -> OwnedIterator {
+        let id = try call.integer(1)
+        guard let it = call.session.iterators[id] else { throw CommandError("ERR", "no such iterator \(id) on this connection") }
+        it.lastUsed = Clock.milliseconds()
+        return it
+    }
+
+    static func open(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        var snapshot: OwnedSnapshot? = call.session.readSnapshot
+        var reverse = false
+        var start: [UInt8]? = nil
+        var i = 1
+        while i < call.count {
+            if call[i].isKeyword("REV") {
+                reverse = true
+                i += 1
+            } else if call[i].isKeyword("SNAPSHOT"), i + 1 < call.count {
+                let id = try call.integer(i + 1)
+                guard let s = call.session.snapshots[id] else { throw noSuchSnapshot(id) }
+                snapshot = s
+                i += 2
+            } else if call[i].isKeyword("START"), i + 1 < call.count {
+                start = call[i + 1]
+                i += 2
+            } else {
+                throw .syntax
+            }
+        }
+        let limit = call.engine.configuration.maxIteratorsPerClient
+        guard call.session.iterators.count < limit else {
+            throw CommandError("ERR", "too many iterators on this connection (max-iterators-per-client \(limit)); close some with ITER.CLOSE")
+        }
+        var options = ReadOptions()
+        options.snapshot = snapshot?.snapshot
+        let handle = call.family.handle
+        let cursor = try call.engine.storage("ITER.OPEN") { try call.database.makeCursor(in: handle, options: options) }
+        switch (reverse, start) {
+        case (false, nil): cursor.seekToFirst()
+        case (false, let key?): cursor.seek(key)
+        case (true, nil): cursor.seekToLast()
+        case (true, let key?): cursor.seekForPrev(key)
+        }
+        let id = call.engine.nextHandleID.add(1, ordering: .relaxed).oldValue
+        call.session.iterators[id] = OwnedIterator(id: id, cursor: cursor, family: call.family, snapshot: snapshot, now: Clock.milliseconds())
+        out.integer(id)
+    }
+
+    static func step(_ call: Call, _ out: inout RESPWriter, forward: Bool) throws(CommandError) {
+        let it = try iterator(call)
+        let count = call.count > 2 ? try call.integer(2) : 10
+        guard count > 0 && count <= 100_000 else { throw CommandError("ERR", "count must be between 1 and 100000") }
+        let now = Clock.milliseconds()
+        var pairs: [([UInt8], [UInt8])] = []
+        let cursor = it.cursor
+        while pairs.count < Int(count) && cursor.isValid {
+            let value: [UInt8]? = cursor.withValue { raw in
+                guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return nil }
+                return Array(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]))
+            }
+            if let value { pairs.append((cursor.key, value)) }
+            if forward { cursor.next() } else { cursor.prev() }
+        }
+        if !cursor.isValid {
+            try call.engine.storage("ITER") { try cursor.check() }
+        }
+        out.arrayHeader(pairs.count * 2)
+        for (k, v) in pairs {
+            out.bulk(k)
+            out.bulk(v)
+        }
+    }
+}
