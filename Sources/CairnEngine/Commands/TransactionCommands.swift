@@ -71,10 +71,8 @@ enum TransactionCommands {
             for w in watched where engine.locks.heldVersion(w.stripe) != w.version { return nil }
             let tx = Transaction()
             session.transaction = tx
-            defer {
-                session.transaction = nil
-                session.family = family
-            }
+            // Like SELECT in Redis, a CF.USE inside the transaction stays in effect after EXEC.
+            defer { session.transaction = nil }
             var replies = RESPWriter(version: out.version)
             replies.arrayHeader(commands.count)
             for (command, argv) in commands {
@@ -86,8 +84,8 @@ enum TransactionCommands {
             }
             return replies.bytes
         }
-        // A family switch inside the transaction (CF.USE) is undone at the end; the locks are
-        // taken in the family current at EXEC, which covers the usual case.
+        // Key locks are taken in the family current at EXEC; a transaction that switches
+        // family (CF.USE) holds every stripe instead (needsAll above).
         let result = try engine.locks.withLocks(keys, in: family, plus: watched.map(\.stripe), all: needsAll, run)
         guard let result else {
             out.nullArray()
