@@ -18,6 +18,8 @@ public final class Engine: @unchecked Sendable {
     public let table: CommandTable
     let locks = KeyLocks()
     let scanCursors = ScanCursors()
+    /// Background deletion of expired keys; the server steps it from a timer.
+    public let expirySweep = ExpirySweep()
     let config: Mutex<Configuration>
     let syncWrites: Atomic<Bool>
     let startedAt = Clock.microseconds()

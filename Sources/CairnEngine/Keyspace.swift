@@ -102,6 +102,7 @@ extension Call {
     /// Stores a string value.
     func write(_ key: [UInt8], _ payload: some Collection<UInt8>, expiresAt: Int64? = nil) throws(CommandError) {
         let stored = ValueFormat.encode(payload, expiresAt: expiresAt)
+        if expiresAt != nil { engine.expirySweep.noteExpiringWrite() }
         if let tx = session.transaction {
             tx.batch.put(key, stored, in: family.handle)
             tx.overlay[family.name, default: [:]][key] = .some(stored)

@@ -20,6 +20,9 @@ public final class Server: ServerHooks, @unchecked Sendable {
     private var listenFD: Int32 = -1
     private var acceptSource: (any DispatchSourceRead)?
     private var walTimer: (any DispatchSourceTimer)?
+    private var sweepTimer: (any DispatchSourceTimer)?
+    private let walQueue = DispatchQueue(label: "cairn.wal", qos: .utility)
+    private let sweepQueue = DispatchQueue(label: "cairn.expiry", qos: .utility)
     private let nextWorker = Atomic<Int>(0)
     private let shuttingDown = Atomic<Bool>(false)
     private let onShutdown: @Sendable (Int32) -> Void
@@ -59,6 +62,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         source.activate()
         acceptSource = source
         startWALTimer()
+        startExpirySweep()
         if config.bind != "127.0.0.1" && config.bind != "::1" && config.bind != "localhost" && config.requirepass.isEmpty {
             logger.warning("WARNING: listening on \(config.bind) with no password: anyone who can reach this port can read and change all data. Set requirepass.")
         }
@@ -103,7 +107,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
 
     /// Syncs the WAL once a second when `appendfsync everysec`, off the request path.
     private func startWALTimer() {
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "cairn.wal", qos: .utility))
+        let timer = DispatchSource.makeTimerSource(queue: walQueue)
         timer.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(50))
         timer.setEventHandler { [unowned self] in
             if engine.configuration.appendfsync == .everysec && !shuttingDown.load(ordering: .relaxed) {
@@ -112,6 +116,18 @@ public final class Server: ServerHooks, @unchecked Sendable {
         }
         timer.activate()
         walTimer = timer
+    }
+
+    /// Ten sweep steps a second, each examining at most 2,000 keys, on a utility queue: expired
+    /// keys go without blocking requests, and a database without TTLs costs nothing.
+    private func startExpirySweep() {
+        let timer = DispatchSource.makeTimerSource(queue: sweepQueue)
+        timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100), leeway: .milliseconds(20))
+        timer.setEventHandler { [unowned self] in
+            if !shuttingDown.load(ordering: .relaxed) { engine.expirySweep.step(engine) }
+        }
+        timer.activate()
+        sweepTimer = timer
     }
 
     // MARK: ServerHooks
@@ -138,6 +154,10 @@ public final class Server: ServerHooks, @unchecked Sendable {
             let deadline = DispatchTime.now() + .milliseconds(900)
             for w in workers { w.queue.sync { w.closeAll(deadline: deadline) } }
             walTimer?.cancel()
+            sweepTimer?.cancel()
+            // Wait for a WAL sync or sweep step already running (their queues are serial).
+            walQueue.sync {}
+            sweepQueue.sync {}
             var status: Int32 = 0
             do {
                 try engine.close()

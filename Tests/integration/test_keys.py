@@ -81,3 +81,19 @@ def test_expired_keys_are_invisible(r):
     assert r.exists("short") == 0
     assert r.keys("*") == [b"long"]
     assert r.dbsize() == 1
+
+
+def test_background_sweep_deletes_expired_keys_unread(fresh_server):
+    s = fresh_server()
+    c = s.client()
+    with c.pipeline(transaction=False) as p:
+        for i in range(20000):
+            p.set(f"ttl:{i}", "v", px=300)
+        for i in range(100):
+            p.set(f"keep:{i}", "v")
+        p.execute()
+    deadline = time.time() + 20
+    while time.time() < deadline and c.info("stats")["expired_keys"] < 20000:
+        time.sleep(0.2)
+    assert c.info("stats")["expired_keys"] == 20000, "the sweep deleted them without any read"
+    assert c.dbsize() == 100
