@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "RESP", targets: ["RESP"]),
         .library(name: "CairnClient", targets: ["CairnClient"]),
         .executable(name: "cairnd", targets: ["cairnd"]),
+        .executable(name: "cairn-cli", targets: ["cairn-cli"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -49,6 +50,22 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // libedit's readline interface for cairn-cli's prompt (Debian libedit-dev).
+        .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        // cairn-cli's testable parts: reply formatting, help, admin subcommands, --pipe.
+        .target(
+            name: "CairnCLIKit",
+            dependencies: ["RESP", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "cairn-cli",
+            dependencies: [
+                "CairnCLIKit", "CairnClient", "RESP", "CEditLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(name: "RocksTests", dependencies: ["Rocks"], swiftSettings: strictSettings),
         .testTarget(name: "RESPTests", dependencies: ["RESP"], swiftSettings: strictSettings),
         .testTarget(
@@ -65,5 +82,6 @@ let package = Package(
             name: "CairnClientTests", dependencies: ["CairnClient", "RESP", "CairnTestSupport"],
             swiftSettings: strictSettings
         ),
+        .testTarget(name: "CairnCLITests", dependencies: ["CairnCLIKit", "RESP"], swiftSettings: strictSettings),
     ]
 )
