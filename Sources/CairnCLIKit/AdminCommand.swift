@@ -27,43 +27,49 @@ public enum AdminCommand: Equatable, Sendable {
             let a = try ScanArguments.parse(rest)
             return .scan(match: a.match, count: a.count, type: a.type, family: a.cf)
         default:
-            let a = try RangeArguments.parse(rest)
+            let a = try RangeArguments.parse(RangeArguments.options(rest))
             return .range(start: a.start, end: a.end, reverse: a.rev, limit: a.limit, keysOnly: a.keysOnly, family: a.cf)
         }
     }
 
-    /// A readable message for an error thrown by ``parse(_:)``, with the subcommand's usage.
-    public static func message(for error: any Error, words: [String]) -> String {
-        switch words.first {
-        case "backup": BackupArguments.fullMessage(for: error)
-        case "info": InfoArguments.fullMessage(for: error)
-        case "scan": ScanArguments.fullMessage(for: error)
-        default: RangeArguments.fullMessage(for: error)
+    /// A readable message for an error thrown by ``parse(_:)`` (the usage, or the help for
+    /// `--help`) and the exit status for it: 0 for help, 64 for a usage error.
+    public static func message(for error: any Error, words: [String]) -> (text: String, status: Int32) {
+        let type: any ParsableCommand.Type = switch words.first {
+        case "backup": BackupArguments.self
+        case "info": InfoArguments.self
+        case "scan": ScanArguments.self
+        default: RangeArguments.self
         }
+        let code = type.exitCode(for: error)
+        return (type.fullMessage(for: error), code == .success ? 0 : 64)
     }
 
     /// The subcommands' part of `cairn-cli --help`.
+    /// Lines stay under 80 columns: ArgumentParser wraps longer ones.
     public static let help = """
-        ADMIN SUBCOMMANDS (a lower-case first word; everything else is sent as a raw command):
-          backup create                 take a backup (BACKUP.CREATE), print its id
-          backup list                   the backups: id, time, size, files (BACKUP.LIST)
-          backup verify <id> [--quick]  check a backup's files and checksums (BACKUP.VERIFY)
-          backup restore <id>|latest    restore online (BACKUP.RESTORE); clients wait meanwhile
-          backup purge --keep <n>       delete all but the newest n backups (BACKUP.PURGE)
-          info [section]                INFO, as text, or one object per section with --json
+        ADMIN SUBCOMMANDS: a lower-case first word; anything else is a raw command.
+          backup create               take a backup (BACKUP.CREATE), print its id
+          backup list                 id, time, size and files of each backup
+          backup verify <id> [--quick]
+                                      check a backup's files and checksums
+          backup restore <id>|latest  restore online; clients wait meanwhile
+          backup purge --keep <n>     delete all but the newest n backups
+          info [section]              INFO as text; one object per section (--json)
           scan [--match <glob>] [--count <n>] [--type <t>] [--cf <family>]
-                                        every key (SCAN until the cursor is 0), one per line
-          range <start> <end> [--rev] [--limit <n>] [--keys-only] [--cf <family>]
-                                        entries in key order (RANGE, paged); bounds as RANGE
-                                        takes them: [a inclusive, (a exclusive, - and + open;
-                                        a bare key is inclusive
-
-        To send one of these words as a raw command, write it in capitals: `cairn-cli INFO`,
-        `cairn-cli BACKUP.LIST`, `cairn-cli SCAN 0 MATCH user:*`.
+                                      every key (SCAN to the end), one per line
+          range <start> <end> [--rev|REV] [--limit <n>|LIMIT <n>]
+                [--keys-only|KEYSONLY] [--cf <family>]
+                                      entries in key order (RANGE, paged); bounds
+                                      as RANGE takes them: [a inclusive, (a
+                                      exclusive, - and + open; a bare key is [key
+        Each subcommand has --help. To send one of these words as a raw command,
+        write it in capitals: cairn-cli INFO, cairn-cli SCAN 0 MATCH user:*.
         """
 }
 
-struct BackupArguments: ParsableArguments {
+struct BackupArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cairn-cli backup")
     @Argument(help: "create, list, verify, restore or purge") var action: String
     @Argument(help: "the backup id (verify, restore)") var id: String?
     @Flag(help: "verify: sizes only, no checksums") var quick = false
@@ -91,25 +97,42 @@ struct BackupArguments: ParsableArguments {
     }
 }
 
-struct InfoArguments: ParsableArguments {
+struct InfoArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cairn-cli info")
     @Argument(help: "an INFO section (server, clients, memory, persistence, stats, keyspace, rocksdb...)")
     var section: String?
 }
 
-struct ScanArguments: ParsableArguments {
+struct ScanArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cairn-cli scan")
     @Option(help: "only keys matching this glob") var match: String?
     @Option(help: "the COUNT hint per SCAN call") var count: Int?
     @Option(help: "only keys of this type") var type: String?
     @Option(help: "the column family (default: the one given before the subcommand)") var cf: String?
 }
 
-struct RangeArguments: ParsableArguments {
+struct RangeArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cairn-cli range")
     @Argument(help: "low bound: [key, (key, key or -") var start: String
     @Argument(help: "high bound: [key, (key, key or +") var end: String
     @Flag(help: "descending order") var rev = false
     @Option(help: "at most this many entries") var limit: Int?
     @Flag(help: "keys only") var keysOnly = false
     @Option(help: "the column family") var cf: String?
+
+    /// RANGE's own words after the bounds (`REV`, `LIMIT n`, `KEYSONLY`, any case) as options,
+    /// so `cairn-cli range a z REV LIMIT 10` works like the command it stands for.
+    static func options(_ words: [String]) -> [String] {
+        words.enumerated().map { i, w in
+            guard i >= 2 else { return w }
+            switch w.uppercased() {
+            case "REV": return "--rev"
+            case "LIMIT": return "--limit"
+            case "KEYSONLY": return "--keys-only"
+            default: return w
+            }
+        }
+    }
 }
 
 /// A `range` bound as the user typed it, in RANGE's syntax: `-` and `+` stay open, `[key` and

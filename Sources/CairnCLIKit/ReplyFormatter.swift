@@ -104,7 +104,7 @@ public enum ReplyFormatter {
         case .null: return []
         case .boolean(let b): return Array((b ? "(true)" : "(false)").utf8)
         case .array(let items), .set(let items), .push(let items): return joined(items.map(raw))
-        case .map(let pairs): return joined(pairs.flatMap { [raw($0.key), raw($0.value)] })
+        case .map(let pairs): return joined(pairs.map { raw($0.key) + [32] + raw($0.value) })  // "key value", as redis-cli
         }
     }
 

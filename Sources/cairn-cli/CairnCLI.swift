@@ -15,23 +15,25 @@ struct CairnCLI: AsyncParsableCommand {
         usage: """
             cairn-cli [options]                        interactive prompt (or commands from a non-terminal stdin)
               cairn-cli [options] <command> [args...]    run one raw command and print its reply
-              cairn-cli [options] <subcommand> ...       an admin subcommand (below)
+              cairn-cli [options] <subcommand> ...       an admin subcommand (see above)
               cairn-cli [options] --pipe < commands      bulk load RESP or inline commands
             """,
         discussion: """
-            Options come before the command. Replies print as redis-cli prints them ((integer) 1,
-            "quoted", (nil), numbered arrays) on a terminal and raw when standard output is not a
-            terminal, as redis-cli does; --raw and --no-raw force either, --json prints JSON.
+            Options come before the command. Replies print as redis-cli prints them
+            ((integer) 1, "quoted", (nil), numbered arrays) on a terminal, and raw when
+            standard output is not a terminal, as redis-cli does; --raw and --no-raw
+            force either, --json prints one JSON value per reply.
 
-            When standard input is not a terminal and no command is given, each line of it is a
-            command, quoted as redis-cli quotes: "double quotes" with \\n \\t \\" \\xNN escapes,
-            'single quotes' with \\' only.
+            When standard input is not a terminal and no command is given, each line
+            is a command, quoted as redis-cli quotes: "double quotes" with \\n \\t \\"
+            \\xNN escapes, 'single quotes' with \\' only.
 
             \(AdminCommand.help)
 
-            EXIT STATUS: 0 on success; 1 when a reply is an error (one-shot, standard input and
-            subcommands) or --pipe saw error replies; 2 when the server cannot be reached, refuses
-            the password or the connection breaks.
+            EXIT STATUS: 0 on success; 1 when a reply is an error (one-shot, standard
+            input, subcommands) or --pipe saw error replies; 2 when the server cannot
+            be reached, refuses the password or --cf family, or the connection breaks;
+            64 for a malformed subcommand.
             """,
         helpNames: [.long]
     )
@@ -77,6 +79,8 @@ struct CairnCLI: AsyncParsableCommand {
     }
 
     func validate() throws {
+        // The passthrough argument swallows a leading --help too.
+        if command.first == "--help" { throw CleanExit.helpRequest(self) }
         if [raw, noRaw, json].filter({ $0 }).count > 1 { throw ValidationError("choose one of --raw, --no-raw and --json") }
         if pipe && !command.isEmpty { throw ValidationError("--pipe reads commands from standard input; give no command") }
     }

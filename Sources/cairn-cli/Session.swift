@@ -60,8 +60,9 @@ final class Session {
         do {
             if let admin = try AdminCommand.parse(words) { return await run(admin) }
         } catch {
-            Output.err(AdminCommand.message(for: error, words: words) + "\n")
-            return 64
+            let (text, status) = AdminCommand.message(for: error, words: words)
+            if status == 0 { Output.out(text + "\n") } else { Output.err(text + "\n") }
+            return status
         }
         do {
             let reply = try await send([words.map { Array($0.utf8) }])[0]

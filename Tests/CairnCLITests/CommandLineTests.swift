@@ -22,6 +22,8 @@ import Testing
                 == .scan(match: "user:*", count: nil, type: nil, family: "users"))
         #expect(try AdminCommand.parse(["range", "[a", "(c", "--rev", "--limit", "5"])
                 == .range(start: "[a", end: "(c", reverse: true, limit: 5, keysOnly: false, family: nil))
+        #expect(try AdminCommand.parse(["range", "-", "+", "REV", "limit", "3", "KEYSONLY"])
+                == .range(start: "-", end: "+", reverse: true, limit: 3, keysOnly: true, family: nil))
     }
 
     @Test func otherWordsAreRawCommands() throws {

@@ -60,6 +60,7 @@ import Testing
         #expect(raw(.null) == [10])
         #expect(raw(.bulkString([0xff, 0])) == [0xff, 0, 10])
         #expect(raw(.error("ERR x")) == Array("ERR x\n".utf8))
+        #expect(raw(.map([(bulk("proto"), .integer(3)), (bulk("modules"), .array([]))])) == Array("proto 3\nmodules \n".utf8))
     }
 
     @Test func json() {
