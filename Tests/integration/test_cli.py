@@ -381,6 +381,19 @@ def test_interactive_prompt_with_history(server, r, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_pipe_draws_a_progress_bar_on_a_terminal(server, r, tmp_path):
+    path = tmp_path / "cmds.txt"
+    path.write_bytes(b"".join(b"SET bar:%d %d\n" % (i, i) for i in range(20000)))
+    t = Tmux(["sh", "-c", f"{CLI} -p {server.port} --pipe < {path}; sleep 30"], {"TERM": "xterm"})
+    try:
+        screen = t.wait_for("All data transferred", timeout=60)
+        assert "[" + "=" * 30 + "] 100%" in screen and "20000 replies" in screen, screen
+    finally:
+        t.close()
+    assert r.get("bar:19999") == b"19999"
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_interactive_prompt_when_the_server_is_down(tmp_path):
     port = free_port()
     t = Tmux([CLI, "-p", str(port)], {"CAIRNCLI_HISTFILE": str(tmp_path / "h"), "TERM": "xterm"})
