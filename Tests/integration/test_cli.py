@@ -323,6 +323,12 @@ class Tmux:
     def alive(self):
         return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode == 0
 
+    def wait_exit(self, timeout=10):
+        deadline = time.time() + timeout
+        while self.alive() and time.time() < deadline:
+            time.sleep(0.05)
+        assert not self.alive(), "cairn-cli did not exit"
+
     def close(self):
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
@@ -358,10 +364,7 @@ def test_interactive_prompt_with_history(server, r, tmp_path):
         t.line("NOSUCH")
         t.wait_for("(error) ERR unknown command")
         t.line("quit")
-        deadline = time.time() + 10
-        while t.alive() and time.time() < deadline:
-            time.sleep(0.05)
-        assert not t.alive()
+        t.wait_exit()
     finally:
         t.close()
     assert r.get("p") is None  # it went to the family
@@ -402,10 +405,11 @@ def test_interactive_prompt_when_the_server_is_down(tmp_path):
         assert f"Could not connect to Cairn at 127.0.0.1:{port}: Connection refused" in screen
         t.line("PING")
         t.wait_for("not connected> PING")
-        t.keys("C-d")
         deadline = time.time() + 10
-        while t.alive() and time.time() < deadline:
+        while t.screen().count("Could not connect") < 2 and time.time() < deadline:
             time.sleep(0.05)
-        assert not t.alive()
+        assert t.screen().count("Could not connect") == 2  # it tried again for the command
+        t.keys("C-d")
+        t.wait_exit()
     finally:
         t.close()
