@@ -29,6 +29,7 @@ struct Interactive {
 
     func run() async -> Int32 {
         using_history()
+        stifle_history(1000)
         if let historyFile { _ = read_history(historyFile) }
         var connected = true
         // Connect (and AUTH, CF.USE) before the first prompt, as redis-cli does.
