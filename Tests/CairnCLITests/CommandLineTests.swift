@@ -40,7 +40,7 @@ import Testing
         do {
             _ = try AdminCommand.parse(["backup", "verify"])
         } catch {
-            #expect(AdminCommand.message(for: error, words: ["backup", "verify"]).contains("needs a backup id"))
+            #expect(AdminCommand.message(for: error, words: ["backup", "verify"]).text.contains("needs a backup id"))
         }
     }
 
