@@ -46,7 +46,8 @@ public final class Engine: @unchecked Sendable {
         self.defaultFamily = defaultFamily
     }
 
-    static func databaseOptions(_ c: Configuration) -> DatabaseOptions {
+    /// The RocksDB options the server opens its database with (also used by `cairn-bench-rocks`).
+    package static func databaseOptions(_ c: Configuration) -> DatabaseOptions {
         var o = DatabaseOptions()
         o.blockCacheBytes = c.blockCacheSize
         o.writeBufferBytes = c.writeBufferSize
@@ -56,7 +57,8 @@ public final class Engine: @unchecked Sendable {
         return o
     }
 
-    static func familyOptions(_ name: String) -> ColumnFamilyOptions {
+    /// Every family's options: the engine's merge operator and the expiry compaction filter.
+    package static func familyOptions(_ name: String) -> ColumnFamilyOptions {
         var o = ColumnFamilyOptions()
         o.mergeOperator = EngineMergeOperator()
         o.compactionFilter = ExpiryCompactionFilter()
