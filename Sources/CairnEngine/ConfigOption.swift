@@ -18,10 +18,11 @@ public struct ConfigOption: Sendable {
     }
 
     static func int(
-        _ name: String, mutable: Bool = true, min: Int = 0, _ path: WritableKeyPath<Configuration, Int> & Sendable
+        _ name: String, mutable: Bool = true, min: Int = 0, max: Int = .max,
+        _ path: WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigOption {
         ConfigOption(name: name, mutable: mutable, get: { String($0[keyPath: path]) }) { config, text throws(CommandError) in
-            guard let v = Int(text), v >= min else { throw invalid(name, text) }
+            guard let v = Int(text), v >= min, v <= max else { throw invalid(name, text) }
             config[keyPath: path] = v
         }
     }
@@ -99,6 +100,7 @@ public struct ConfigOption: Sendable {
         .int("slowlog-log-slower-than", min: -1, \.slowlogLogSlowerThan),
         .int("slowlog-max-len", \.slowlogMaxLen),
         .string("port-file", mutable: false, \.portFile),
+        .int("active-expire-effort", min: 1, max: 10, \.activeExpireEffort),
     ]
 
     /// Options Redis clients ask about that have a fixed answer in Cairn (the WAL is the log).

@@ -81,6 +81,7 @@ enum InfoReport {
                 ("total_net_output_bytes", String(stats.netOutputBytes.value)),
                 ("rejected_connections", String(stats.rejectedConnections.value)),
                 ("expired_keys", String(stats.expiredKeys.value)),
+                ("expire_sweep_compactions", String(stats.sweepCompactions.value)),
                 ("evicted_keys", "0"),
                 ("keyspace_hits", String(stats.keyspaceHits.value)),
                 ("keyspace_misses", String(stats.keyspaceMisses.value)),

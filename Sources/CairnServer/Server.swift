@@ -118,13 +118,16 @@ public final class Server: ServerHooks, @unchecked Sendable {
         walTimer = timer
     }
 
-    /// Ten sweep steps a second, each examining at most 2,000 keys, on a utility queue: expired
-    /// keys go without blocking requests, and a database without TTLs costs nothing.
+    /// Ten sweep steps a second on a utility queue, each within `active-expire-effort`'s time
+    /// budget: expired keys go without blocking requests, and a database without TTLs costs
+    /// nothing (a resting step returns at once).
     private func startExpirySweep() {
         let timer = DispatchSource.makeTimerSource(queue: sweepQueue)
         timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100), leeway: .milliseconds(20))
         timer.setEventHandler { [unowned self] in
-            if !shuttingDown.load(ordering: .relaxed) { engine.expirySweep.step(engine) }
+            guard !shuttingDown.load(ordering: .relaxed) else { return }
+            let effort = engine.configuration.activeExpireEffort
+            engine.expirySweep.step(engine, milliseconds: ExpirySweep.stepMilliseconds(effort: effort))
         }
         timer.activate()
         sweepTimer = timer
