@@ -27,6 +27,16 @@ public struct ConfigOption: Sendable {
         }
     }
 
+    static func double(
+        _ name: String, mutable: Bool = true, _ range: ClosedRange<Double>,
+        _ path: WritableKeyPath<Configuration, Double> & Sendable
+    ) -> ConfigOption {
+        ConfigOption(name: name, mutable: mutable, get: { Bytes.humanDouble($0[keyPath: path]) }) { config, text throws(CommandError) in
+            guard let v = Double(text), range.contains(v) else { throw invalid(name, text) }
+            config[keyPath: path] = v
+        }
+    }
+
     static func bytes(
         _ name: String, mutable: Bool = true, _ path: WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigOption {
@@ -85,11 +95,8 @@ public struct ConfigOption: Sendable {
         .bytes("block-cache-size", mutable: false, \.blockCacheSize),
         .bytes("write-buffer-size", mutable: false, \.writeBufferSize),
         .string("compression", mutable: false, \.compression),
-        ConfigOption(name: "bloom-bits-per-key", mutable: false, get: { Bytes.humanDouble($0.bloomBitsPerKey) }) {
-            config, text throws(CommandError) in
-            guard let v = Double(text), v >= 0 else { throw invalid("bloom-bits-per-key", text) }
-            config.bloomBitsPerKey = v
-        },
+        .double("bloom-bits-per-key", mutable: false, 0...64, \.bloomBitsPerKey),
+        .double("memtable-bloom-ratio", mutable: false, 0...0.25, \.memtableBloomRatio),
         .int("max-background-jobs", mutable: false, min: 1, \.maxBackgroundJobs),
         .int("io-threads", mutable: false, min: 1, \.ioThreads),
         .int("max-snapshots-per-client", \.maxSnapshotsPerClient),

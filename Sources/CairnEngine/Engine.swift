@@ -54,6 +54,7 @@ public final class Engine: @unchecked Sendable {
         o.bloomBitsPerKey = c.bloomBitsPerKey
         o.compression = Compression(rawValue: c.compression == "no" ? "none" : c.compression) ?? .lz4
         o.backgroundJobs = c.maxBackgroundJobs
+        o.memtableBloomRatio = c.memtableBloomRatio
         return o
     }
 

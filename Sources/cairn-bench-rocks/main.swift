@@ -3,6 +3,7 @@
 // RocksDB itself. Prints one JSON object.
 //
 //   cairn-bench-rocks [--requests N] [--keyspace N] [--value-size N] [--dir DIR]
+//                     [--memtable-bloom-ratio R]
 import CairnEngine
 import Foundation
 import Rocks
@@ -11,6 +12,8 @@ struct BenchArguments {
     var requests = 1_000_000
     var keyspace = 1_000_000
     var valueSize = 100
+    /// Overrides the server's memtable bloom ratio (for trying options).
+    var memtableBloomRatio: Double? = nil
     var dir = NSTemporaryDirectory() + "cairn-bench-rocks-\(getpid())"
 
     init(_ args: [String]) {
@@ -22,6 +25,7 @@ struct BenchArguments {
             case "--keyspace": keyspace = Int(value) ?? keyspace
             case "--value-size": valueSize = Int(value) ?? valueSize
             case "--dir": dir = value
+            case "--memtable-bloom-ratio": memtableBloomRatio = Double(value)
             default: fatalError("unknown option \(args[i])")
             }
             i += 2
@@ -57,7 +61,9 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 
 let args = BenchArguments(CommandLine.arguments)
 let config = Configuration()
-let db = try Database.open(at: args.dir, options: Engine.databaseOptions(config), familyOptions: Engine.familyOptions)
+var options = Engine.databaseOptions(config)
+if let ratio = args.memtableBloomRatio { options.memtableBloomRatio = ratio }
+let db = try Database.open(at: args.dir, options: options, familyOptions: Engine.familyOptions)
 // The server stores every value behind its header; so does the benchmark.
 let value = ValueFormat.encode([UInt8](repeating: UInt8(ascii: "x"), count: args.valueSize))
 
@@ -65,7 +71,9 @@ var keys = KeyGenerator(keyspace: UInt64(args.keyspace))
 let putSeconds = try seconds {
     for _ in 0..<args.requests { try db.put(keys.next(), value) }
 }
-keys = KeyGenerator(keyspace: UInt64(args.keyspace))
+// Reads draw their own random keys, as redis-benchmark's GET does after its SET: some were
+// written, the others are misses.
+keys = KeyGenerator(state: 0x9E37_79B9_7F4A_7C15, keyspace: UInt64(args.keyspace))
 var found = 0
 let getSeconds = try seconds {
     for _ in 0..<args.requests where try db.get(keys.next()) != nil { found += 1 }
