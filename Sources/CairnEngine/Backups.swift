@@ -81,15 +81,21 @@ public final class Backups: Sendable {
 
     /// Purges by `backup-keep` and `backup-max-age`; the newest backup always stays.
     private func applyRetention(_ engine: Engine, _ be: BackupEngine) throws(CommandError) {
-        let config = engine.configuration
         let all = try list(engine, be)
+        let keep = Backups.retained(all, engine.configuration)
+        if keep < all.count { _ = try purge(engine, be, keeping: keep) }
+    }
+
+    /// How many of `all` (oldest first) `backup-keep` and `backup-max-age` keep: the newest ones,
+    /// at least one.
+    static func retained(_ all: [BackupInfo], _ config: Configuration) -> Int {
         var keep = all.count
         if config.backupKeep > 0 { keep = min(keep, config.backupKeep) }
         if config.backupMaxAge > 0 {
             let cutoff = Clock.milliseconds() / 1000 - Int64(config.backupMaxAge)
             keep = min(keep, max(1, all.filter { $0.timestamp >= cutoff }.count))
         }
-        if keep < all.count { _ = try purge(engine, be, keeping: keep) }
+        return keep
     }
 
     /// Every backup, oldest first.

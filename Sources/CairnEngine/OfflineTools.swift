@@ -31,12 +31,9 @@ public enum OfflineTools {
         let be = try BackupEngine.open(at: configuration.resolvedBackupDir)
         defer { be.close() }
         let info = try be.createBackup(of: db, flushFirst: true)
-        var keep = configuration.backupKeep > 0 ? configuration.backupKeep : Int.max
-        if configuration.backupMaxAge > 0 {
-            let cutoff = Clock.milliseconds() / 1000 - Int64(configuration.backupMaxAge)
-            keep = min(keep, max(1, try be.backups().filter { $0.timestamp >= cutoff }.count))
-        }
-        if keep < Int.max { try be.purge(keeping: keep) }
+        let all = try be.backups()
+        let keep = Backups.retained(all, configuration)
+        if keep < all.count { try be.purge(keeping: keep) }
         return info
     }
 

@@ -12,20 +12,17 @@ struct OfflineOptions: ParsableArguments {
     @Option(name: .customLong("backup-dir"), help: "Backup directory (default: backup-dir from the config, or <dir>/backups).")
     var backupDir: String?
 
-    func load() throws -> Configuration {
+    /// Loads the configuration and runs `body` with it, printing a failure (an
+    /// `OfflineTools.Failure` or a storage error) as one line and exiting 1.
+    func run(_ body: (Configuration) throws -> Void) throws {
         var config = try server.load()
         if let backupDir { config.backupDir = backupDir }
-        return config
-    }
-}
-
-/// Runs `body`, printing an `OfflineTools.Failure` (or any error) as one line and exiting 1.
-func runOffline(_ body: () throws -> Void) throws {
-    do {
-        try body()
-    } catch {
-        FileHandle.standardError.write(Data("cairnd: \(error)\n".utf8))
-        throw ExitCode(1)
+        do {
+            try body(config)
+        } catch {
+            FileHandle.standardError.write(Data("cairnd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
     }
 }
 
@@ -35,8 +32,7 @@ struct BackupCommand: ParsableCommand {
     @OptionGroup var options: OfflineOptions
 
     func run() throws {
-        let config = try options.load()
-        try runOffline {
+        try options.run { config in
             let info = try OfflineTools.backup(config)
             print("backup \(info.id): \(info.fileCount) files, \(info.size) bytes, in \(config.resolvedBackupDir)")
         }
@@ -50,8 +46,7 @@ struct RestoreCommand: ParsableCommand {
     @Option(help: "The backup id (default: the newest; BACKUP.LIST shows them).") var id: UInt32?
 
     func run() throws {
-        let config = try options.load()
-        try runOffline {
+        try options.run { config in
             let info = try OfflineTools.restore(config, id: id)
             print("restored backup \(info.id) (\(info.fileCount) files, \(info.size) bytes) into \(config.dir)")
         }
@@ -64,8 +59,7 @@ struct CheckCommand: ParsableCommand {
     @OptionGroup var options: OfflineOptions
 
     func run() throws {
-        let config = try options.load()
-        try runOffline {
+        try options.run { config in
             let families = try OfflineTools.check(config)
             print("\(config.dir): ok, \(families.count) column famil\(families.count == 1 ? "y" : "ies")")
             for f in families {
