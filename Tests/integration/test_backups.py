@@ -334,3 +334,26 @@ def test_n_backups_of_a_mostly_unchanged_database_take_about_one_copy(fresh_serv
     assert len(sizes) == n
     assert sum(sizes) > 5 * one  # each backup alone is the whole database...
     assert total < 1.5 * one  # ...but they share their table files
+
+
+def test_backup_work_does_not_block_other_clients_on_the_same_worker(fresh_server):
+    # One worker queue: every client shares it, so a backup run on it would stall them all.
+    s = fresh_server("--set", "io-threads=1")
+    c = s.client()
+    for chunk in range(6):
+        write(c, f"big{chunk}", 1000, size=1000)
+    bid = c.execute_command("BACKUP.CREATE")
+    finished = {}
+
+    def verify():
+        s.client().execute_command("BACKUP.VERIFY", bid)  # re-reads and checksums every file
+        finished["verify"] = time.monotonic()
+
+    t = threading.Thread(target=verify)
+    other = s.client()
+    t.start()
+    time.sleep(0.05)
+    assert other.ping()
+    finished["ping"] = time.monotonic()
+    t.join(60)
+    assert finished["ping"] < finished["verify"]
