@@ -38,8 +38,9 @@ final class Connection: @unchecked Sendable {
     /// `appendfsync always` (see `GroupCommit`): where the first reply of this round's unsynced
     /// writes starts; the sync for it is requested when the round ends.
     private var roundHoldStart: Int? = nil
-    /// Requested syncs, oldest first: replies from `start` on wait for the first one.
-    private var pendingSyncs: [(start: Int, end: Int)] = []
+    /// Requested syncs, oldest first, each with where its first held reply starts: replies from
+    /// the first one's start on wait for it.
+    private var pendingSyncs: [Int] = []
     /// A deferred reply (`Session.deferred`) is being computed; later requests wait for it.
     private var awaitingDeferred = false
 
@@ -176,7 +177,7 @@ final class Connection: @unchecked Sendable {
         }
         if let start = roundHoldStart {
             roundHoldStart = nil
-            pendingSyncs.append((start, base + writer.bytes.count))
+            pendingSyncs.append(start)
             let queue = worker.queue
             worker.groupCommit.request { [self] ok in
                 queue.async { self.syncDone(ok) }
@@ -206,7 +207,7 @@ final class Connection: @unchecked Sendable {
 
     /// Absolute position up to which replies may be sent.
     private var sendLimit: Int {
-        let held = [roundHoldStart, pendingSyncs.first?.start].compactMap { $0 }.min()
+        let held = [roundHoldStart, pendingSyncs.first].compactMap { $0 }.min()
         return held ?? base + writer.bytes.count
     }
 
