@@ -158,7 +158,7 @@ public final class Backups: Sendable {
     /// paused (`ServerHooks.withClientsPaused`): closes every snapshot and iterator (their owners
     /// get a clear error on next use), closes the database, restores the files, reopens, and
     /// points each session at the reopened family of the same name (or `default`). WATCHed
-    /// transactions abort, SCAN cursors are forgotten, the expiry sweep starts over.
+    /// transactions abort and SCAN cursors are forgotten.
     /// If the restore fails after the database was closed, the database is reopened as it is.
     public func restore(_ engine: Engine, id requested: UInt32?, caller: Session) throws(CommandError) {
         try withJob { () throws(CommandError) in
@@ -243,7 +243,8 @@ extension Engine {
         // Every stripe's version moves, so every WATCHed transaction aborts.
         locks.withAll {}
         scanCursors.clear()
-        expirySweep.restart()
+        // The expiry sweep keeps only a family name and a key to resume after (no handles):
+        // it carries on in the restored data, falling back to the first family.
         let old = database
         try storage("closing the database for restore") {
             try old.flushWAL(sync: true)

@@ -23,9 +23,6 @@ public final class ExpirySweep: Sendable {
 
     init() {}
 
-    /// Starts a new pass from the first family (after a restore).
-    func restart() { position.withLock { $0 = Position() } }
-
     func noteExpiringWrite() { expiringWrites.add(1, ordering: .relaxed) }
 
     /// Whether the last full pass found nothing to watch and no TTL write came since.
