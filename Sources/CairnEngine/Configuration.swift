@@ -15,6 +15,13 @@ public struct Configuration: Sendable, Equatable {
     public var dir = "./data"
     /// Where backups go; empty means `<dir>/backups`.
     public var backupDir = ""
+    /// Backups kept: after each new backup all but the newest N are purged; 0 keeps all. Default 0.
+    public var backupKeep = 0
+    /// Backups older than this many seconds are purged after each new backup (the newest always
+    /// stays); 0 never. Default 0.
+    public var backupMaxAge = 0
+    /// Take a backup in the background every this many seconds; 0 never. Default 0.
+    public var backupInterval = 0
     /// Password of the default user; empty means no authentication. Default empty.
     public var requirepass = ""
     /// Most clients connected at once; the next gets `-ERR max number of clients reached`. Default 10000.
