@@ -243,8 +243,6 @@ extension Engine {
         // Every stripe's version moves, so every WATCHed transaction aborts.
         locks.withAll {}
         scanCursors.clear()
-        // The expiry sweep keeps only a family name and a key to resume after (no handles):
-        // it carries on in the restored data, falling back to the first family.
         let old = database
         try storage("closing the database for restore") {
             try old.flushWAL(sync: true)
@@ -267,6 +265,9 @@ extension Engine {
             logger.critical("reopening the database after restore failed: \(error); every command will fail until restart")
             throw CommandError("ERR", "reopening the database after restore failed; see the server log")
         }
+        // The sweep keeps only a family name and a key to resume after (no handles); restored
+        // keys may carry TTLs no write announced, so it starts a fresh pass.
+        expirySweep.wake()
         for s in sessions {
             let family = self.family(named: s.family.name) ?? defaultFamily
             s.family = family

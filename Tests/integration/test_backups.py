@@ -357,3 +357,30 @@ def test_backup_work_does_not_block_other_clients_on_the_same_worker(fresh_serve
     finished["ping"] = time.monotonic()
     t.join(60)
     assert finished["ping"] < finished["verify"]
+
+
+def test_ttls_survive_backup_and_restore_and_restored_keys_expire_unread(fresh_server):
+    s = fresh_server()
+    c = s.client()
+    c.set("forever", "v")
+    c.set("long", "v", ex=1000)
+    for i in range(500):
+        c.set(f"short:{i}", "v", px=1500)
+    backup = c.execute_command("BACKUP.CREATE")
+    c.flushall()
+    # Past the short TTL, the pass it triggered found an empty database: the sweep rests, and
+    # only the restore can tell it that expired keys are back.
+    time.sleep(3.5)
+    expired_before = c.info("stats")["expired_keys"]
+
+    assert c.execute_command("BACKUP.RESTORE", backup) == b"OK"
+    assert c.ttl("forever") == -1
+    assert 990 <= c.ttl("long") <= 1000, "the expiry is an absolute time kept in the value, not reset"
+    assert c.dbsize() == 2, "the short keys came back already expired: never visible"
+    assert c.get("short:1") is None
+    expired_before += 1  # that read deleted short:1 lazily
+    # The sweep deletes the other 499 without any read of them.
+    deadline = time.time() + 15
+    while time.time() < deadline and c.info("stats")["expired_keys"] - expired_before < 499:
+        time.sleep(0.2)
+    assert c.info("stats")["expired_keys"] - expired_before == 499
