@@ -66,6 +66,10 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The embedded engine's put/get rates with the server's options, for scripts/bench.
+        .executableTarget(
+            name: "cairn-bench-rocks", dependencies: ["CairnEngine", "Rocks"], swiftSettings: strictSettings
+        ),
         .testTarget(name: "RocksTests", dependencies: ["Rocks"], swiftSettings: strictSettings),
         .testTarget(name: "RESPTests", dependencies: ["RESP"], swiftSettings: strictSettings),
         .testTarget(

@@ -93,6 +93,10 @@ public struct Call {
     public let argv: [[UInt8]]
     /// The command's display name for errors, e.g. `get` or `client|setname`.
     public let name: String
+    /// Unix milliseconds when the command started. One reading per command, as Redis's command
+    /// time snapshot: `SET k v PX 1` computes its expiry and checks it against the same instant,
+    /// so a clock tick between the two cannot drop a key that was just acknowledged.
+    public let now: Int64 = Clock.milliseconds()
 
     var count: Int { argv.count }
     subscript(_ i: Int) -> [UInt8] { argv[i] }

@@ -18,10 +18,21 @@ public struct ConfigOption: Sendable {
     }
 
     static func int(
-        _ name: String, mutable: Bool = true, min: Int = 0, _ path: WritableKeyPath<Configuration, Int> & Sendable
+        _ name: String, mutable: Bool = true, min: Int = 0, max: Int = .max,
+        _ path: WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigOption {
         ConfigOption(name: name, mutable: mutable, get: { String($0[keyPath: path]) }) { config, text throws(CommandError) in
-            guard let v = Int(text), v >= min else { throw invalid(name, text) }
+            guard let v = Int(text), v >= min, v <= max else { throw invalid(name, text) }
+            config[keyPath: path] = v
+        }
+    }
+
+    static func double(
+        _ name: String, mutable: Bool = true, _ range: ClosedRange<Double>,
+        _ path: WritableKeyPath<Configuration, Double> & Sendable
+    ) -> ConfigOption {
+        ConfigOption(name: name, mutable: mutable, get: { Bytes.humanDouble($0[keyPath: path]) }) { config, text throws(CommandError) in
+            guard let v = Double(text), range.contains(v) else { throw invalid(name, text) }
             config[keyPath: path] = v
         }
     }
@@ -58,6 +69,9 @@ public struct ConfigOption: Sendable {
         .int("port", mutable: false, \.port),
         .string("dir", mutable: false, \.dir),
         .string("backup-dir", \.backupDir),
+        .int("backup-keep", \.backupKeep),
+        .int("backup-max-age", \.backupMaxAge),
+        .int("backup-interval", \.backupInterval),
         .string("requirepass", \.requirepass),
         .int("maxclients", min: 1, \.maxclients),
         .int("timeout", \.timeout),
@@ -84,11 +98,8 @@ public struct ConfigOption: Sendable {
         .bytes("block-cache-size", mutable: false, \.blockCacheSize),
         .bytes("write-buffer-size", mutable: false, \.writeBufferSize),
         .string("compression", mutable: false, \.compression),
-        ConfigOption(name: "bloom-bits-per-key", mutable: false, get: { Bytes.humanDouble($0.bloomBitsPerKey) }) {
-            config, text throws(CommandError) in
-            guard let v = Double(text), v >= 0 else { throw invalid("bloom-bits-per-key", text) }
-            config.bloomBitsPerKey = v
-        },
+        .double("bloom-bits-per-key", mutable: false, 0...64, \.bloomBitsPerKey),
+        .double("memtable-bloom-ratio", mutable: false, 0...0.25, \.memtableBloomRatio),
         .int("max-background-jobs", mutable: false, min: 1, \.maxBackgroundJobs),
         .int("io-threads", mutable: false, min: 1, \.ioThreads),
         .int("max-snapshots-per-client", \.maxSnapshotsPerClient),
@@ -99,6 +110,7 @@ public struct ConfigOption: Sendable {
         .int("slowlog-log-slower-than", min: -1, \.slowlogLogSlowerThan),
         .int("slowlog-max-len", \.slowlogMaxLen),
         .string("port-file", mutable: false, \.portFile),
+        .int("active-expire-effort", min: 1, max: 10, \.activeExpireEffort),
     ]
 
     /// Options Redis clients ask about that have a fixed answer in Cairn (the WAL is the log).

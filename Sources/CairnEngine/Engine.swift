@@ -25,9 +25,14 @@ public final class Engine: @unchecked Sendable {
     let startedAt = Clock.microseconds()
     /// Unix seconds of the last successful backup (the start time until one is made): LASTSAVE.
     public let lastSave = Atomic<Int64>(Clock.milliseconds() / 1000)
-    public private(set) var database: Database
-    private let families: Mutex<[String: Family]>
-    public private(set) var defaultFamily: Family
+    public internal(set) var database: Database
+    let families: Mutex<[String: Family]>
+    public internal(set) var defaultFamily: Family
+    /// Backups, online restore and checkpoints (Backups.swift).
+    public let backups = Backups()
+    /// Set by the server when it syncs the WAL for `appendfsync always` itself (group commit,
+    /// see `Session.unsyncedWrite`); until then writes under `always` sync one by one.
+    public let groupCommit = Atomic<Bool>(false)
     /// Set once by the server before it serves.
     public nonisolated(unsafe) weak var hooks: (any ServerHooks)?
 
@@ -46,17 +51,20 @@ public final class Engine: @unchecked Sendable {
         self.defaultFamily = defaultFamily
     }
 
-    static func databaseOptions(_ c: Configuration) -> DatabaseOptions {
+    /// The RocksDB options the server opens its database with (also used by `cairn-bench-rocks`).
+    package static func databaseOptions(_ c: Configuration) -> DatabaseOptions {
         var o = DatabaseOptions()
         o.blockCacheBytes = c.blockCacheSize
         o.writeBufferBytes = c.writeBufferSize
         o.bloomBitsPerKey = c.bloomBitsPerKey
         o.compression = Compression(rawValue: c.compression == "no" ? "none" : c.compression) ?? .lz4
         o.backgroundJobs = c.maxBackgroundJobs
+        o.memtableBloomRatio = c.memtableBloomRatio
         return o
     }
 
-    static func familyOptions(_ name: String) -> ColumnFamilyOptions {
+    /// Every family's options: the engine's merge operator and the expiry compaction filter.
+    package static func familyOptions(_ name: String) -> ColumnFamilyOptions {
         var o = ColumnFamilyOptions()
         o.mergeOperator = EngineMergeOperator()
         o.compactionFilter = ExpiryCompactionFilter()
@@ -80,17 +88,22 @@ public final class Engine: @unchecked Sendable {
 
     /// Closes the database. The server calls this at shutdown, after the last command ran.
     public func close() throws {
+        backups.close()
         try database.flushWAL(sync: true)
         try database.close()
     }
 
-    /// Syncs the WAL (the `everysec` timer calls this once a second).
-    public func syncWAL() {
+    /// Syncs the WAL (the `everysec` timer calls this once a second, the group commit of
+    /// `always` whenever writes wait). False when the sync failed (logged).
+    @discardableResult
+    public func syncWAL() -> Bool {
         do {
             try database.flushWAL(sync: true)
             stats.walSyncs.increment()
+            return true
         } catch {
             logger.error("WAL sync failed: \(error)")
+            return false
         }
     }
 
@@ -108,7 +121,15 @@ public final class Engine: @unchecked Sendable {
         hooks?.configurationChanged(updated)
     }
 
-    var writeOptions: WriteOptions { WriteOptions(sync: syncWrites.load(ordering: .relaxed)) }
+    var writeOptions: WriteOptions {
+        WriteOptions(sync: syncWrites.load(ordering: .relaxed) && !groupCommit.load(ordering: .relaxed))
+    }
+
+    /// Whether a write acknowledged now must wait for a WAL sync (`appendfsync always` with the
+    /// server's group commit).
+    public var repliesWaitForSync: Bool {
+        syncWrites.load(ordering: .relaxed) && groupCommit.load(ordering: .relaxed)
+    }
 
     // MARK: sessions and dispatch
 
@@ -224,6 +245,7 @@ public final class Engine: @unchecked Sendable {
                 try storage("grouped SET") { try database.write(batch, options: options) }
             }
             for _ in requests { out.simpleString("OK") }
+            session.unsyncedWrite = true
         } catch {
             for _ in requests { reply(error, to: &out) }
         }
@@ -232,6 +254,7 @@ public final class Engine: @unchecked Sendable {
     /// Runs an already-checked command; used by EXEC for each queued request too.
     func run(_ command: Command, _ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
         let call = Call(engine: self, session: session, argv: argv, name: command.name)
+        if command.flags.contains(.write) { session.unsyncedWrite = true }
         do {
             try command.handler(call, &out)
         } catch {

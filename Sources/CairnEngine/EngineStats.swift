@@ -12,6 +12,8 @@ public final class EngineStats: Sendable {
     public let netInputBytes = Atomic<Int>(0)
     public let netOutputBytes = Atomic<Int>(0)
     public let walSyncs = Atomic<Int>(0)
+    /// Range compactions the expiry sweep ran after emptying a large part of a family.
+    public let sweepCompactions = Atomic<Int>(0)
 
     public init() {}
 
@@ -26,6 +28,7 @@ public final class EngineStats: Sendable {
         netInputBytes.store(0, ordering: .relaxed)
         netOutputBytes.store(0, ordering: .relaxed)
         walSyncs.store(0, ordering: .relaxed)
+        sweepCompactions.store(0, ordering: .relaxed)
     }
 }
 

@@ -64,15 +64,15 @@ enum InfoReport {
             return [
                 ("loading", "0"),
                 ("rdb_changes_since_last_save", "0"),
-                ("rdb_bgsave_in_progress", "0"),
+                ("rdb_bgsave_in_progress", engine.backups.backgroundInProgress.load(ordering: .relaxed) ? "1" : "0"),
                 ("rdb_last_save_time", String(engine.lastSave.load(ordering: .relaxed))),
-                ("rdb_last_bgsave_status", "ok"),
+                ("rdb_last_bgsave_status", engine.backups.lastStatusOK ? "ok" : "err"),
                 ("aof_enabled", "1"),
                 ("aof_rewrite_in_progress", "0"),
                 ("appendfsync", config.appendfsync.rawValue),
                 ("wal_syncs", String(stats.walSyncs.value)),
                 ("backup_dir", config.resolvedBackupDir),
-            ]
+            ] + engine.backups.infoLines(engine)
         case "stats":
             return [
                 ("total_connections_received", String(stats.connectionsReceived.value)),
@@ -81,6 +81,7 @@ enum InfoReport {
                 ("total_net_output_bytes", String(stats.netOutputBytes.value)),
                 ("rejected_connections", String(stats.rejectedConnections.value)),
                 ("expired_keys", String(stats.expiredKeys.value)),
+                ("expire_sweep_compactions", String(stats.sweepCompactions.value)),
                 ("evicted_keys", "0"),
                 ("keyspace_hits", String(stats.keyspaceHits.value)),
                 ("keyspace_misses", String(stats.keyspaceMisses.value)),

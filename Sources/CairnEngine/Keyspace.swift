@@ -21,7 +21,6 @@ final class Transaction {
 extension Call {
     var database: Database { engine.database }
     var family: Family { session.family }
-    var now: Int64 { Clock.milliseconds() }
 
     /// Reads go through the connection's snapshot when SNAPSHOT.USE chose one.
     var readOptions: ReadOptions {
@@ -102,7 +101,7 @@ extension Call {
     /// Stores a string value.
     func write(_ key: [UInt8], _ payload: some Collection<UInt8>, expiresAt: Int64? = nil) throws(CommandError) {
         let stored = ValueFormat.encode(payload, expiresAt: expiresAt)
-        if expiresAt != nil { engine.expirySweep.noteExpiringWrite() }
+        if let expiresAt { engine.expirySweep.noteExpiringWrite(expiresAt: expiresAt) }
         if let tx = session.transaction {
             tx.batch.put(key, stored, in: family.handle)
             tx.overlay[family.name, default: [:]][key] = .some(stored)

@@ -45,4 +45,7 @@ final class ScanCursors: Sendable {
             return entry.key
         }
     }
+
+    /// Forgets every cursor (after a restore the keys they stand for may be gone).
+    func clear() { state.withLock { $0 = State() } }
 }

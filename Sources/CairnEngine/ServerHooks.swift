@@ -9,4 +9,14 @@ public protocol ServerHooks: AnyObject, Sendable {
     func configurationChanged(_ configuration: Configuration)
     /// The config file CONFIG REWRITE writes to, or nil when started without one.
     var configFilePath: String? { get }
+    /// Runs `body` while no client command, WAL sync or expiry sweep runs, passing the session
+    /// of every connected client (online restore). Clients wait meanwhile.
+    func withClientsPaused(_ body: ([Session]) -> Void)
+    /// Runs slow work off the request path (BGSAVE, scheduled backups).
+    func runInBackground(_ work: @escaping @Sendable () -> Void)
+}
+
+extension ServerHooks {
+    public func withClientsPaused(_ body: ([Session]) -> Void) { body([]) }
+    public func runInBackground(_ work: @escaping @Sendable () -> Void) { work() }
 }

@@ -32,6 +32,17 @@ public final class Session: @unchecked Sendable {
     /// Server-side iterators this connection opened, by id; closed when it closes.
     var iterators: [Int64: OwnedIterator] = [:]
 
+    /// Ids of snapshots and iterators closed by an online restore, for a clear error on next use.
+    var closedByRestore: Set<Int64> = []
+    /// Set when a write command ran; under `appendfsync always` the server holds the replies
+    /// from here on until a WAL sync covers them, then clears it.
+    public var unsyncedWrite = false
+    /// True when the server can run `deferred` work off the connection's queue.
+    public var canDefer = false
+    /// Slow work a handler left to run off the connection's queue (backups, restore); the
+    /// server runs it, appends its reply, and only then runs this client's next request.
+    public var deferred: (@Sendable (inout RESPWriter) -> Void)? = nil
+
     public init(record: ClientRecord, authenticated: Bool, family: Family) {
         self.record = record
         self.authenticated = authenticated

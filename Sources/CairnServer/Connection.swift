@@ -32,6 +32,17 @@ final class Connection: @unchecked Sendable {
     private var closed = false
     private var pendingCancels = 2
     var lastActivity: UInt64
+    /// Bytes ever written to `writer` before `writer.bytes[0]`: reply positions below are
+    /// absolute, so they survive the buffer being compacted.
+    private var base = 0
+    /// `appendfsync always` (see `GroupCommit`): where the first reply of this round's unsynced
+    /// writes starts; the sync for it is requested when the round ends.
+    private var roundHoldStart: Int? = nil
+    /// Requested syncs, oldest first, each with where its first held reply starts: replies from
+    /// the first one's start on wait for it.
+    private var pendingSyncs: [Int] = []
+    /// A deferred reply (`Session.deferred`) is being computed; later requests wait for it.
+    private var awaitingDeferred = false
 
     /// Replies above this size are flushed before more requests run.
     static let flushThreshold = 1 << 20
@@ -124,7 +135,7 @@ final class Connection: @unchecked Sendable {
     /// batch (`Engine.executePlainSets`): same replies, same order, one WAL write for the group.
     private func process() {
         let engine = worker.engine
-        while !closed {
+        while !closed && !awaitingDeferred {
             let pending = writer.bytes.count - sent
             if pending > Connection.flushThreshold {
                 // Redis's rule: replies queue up to the output limit, then the client is closed.
@@ -133,8 +144,11 @@ final class Connection: @unchecked Sendable {
                     return
                 }
                 flush()
+                // Replies held for a WAL sync cannot drain; resume when the sync is done.
+                if writer.bytes.count - sent > Connection.flushThreshold && sendLimit - base == sent { break }
             }
             guard let argv = nextRequest() else { break }
+            let replyStart = base + writer.bytes.count
             writer.version = session.protocolVersion
             if engine.isPlainSet(argv, session: session) {
                 var group = [argv]
@@ -150,7 +164,24 @@ final class Connection: @unchecked Sendable {
             } else {
                 engine.execute(argv, session: session, out: &writer)
             }
+            if session.unsyncedWrite {
+                session.unsyncedWrite = false
+                if roundHoldStart == nil && engine.repliesWaitForSync { roundHoldStart = replyStart }
+            }
+            if let work = session.deferred {
+                session.deferred = nil
+                startDeferred(work)
+                break
+            }
             if session.closeAfterReply { break }
+        }
+        if let start = roundHoldStart {
+            roundHoldStart = nil
+            pendingSyncs.append(start)
+            let queue = worker.queue
+            worker.groupCommit.request { [self] ok in
+                queue.async { self.syncDone(ok) }
+            }
         }
         if let error = protocolError, lookahead == nil {
             protocolError = nil
@@ -159,6 +190,44 @@ final class Connection: @unchecked Sendable {
             session.closeAfterReply = true
         }
         flush()
+    }
+
+    /// The replies a WAL sync waited for are durable (or the sync failed: then the client is
+    /// closed rather than told its writes are safe).
+    private func syncDone(_ ok: Bool) {
+        guard !closed else { return }
+        guard ok else {
+            worker.logger.error("closing client \(session.id): the WAL sync covering its writes failed")
+            close()
+            return
+        }
+        pendingSyncs.removeFirst()
+        process()
+    }
+
+    /// Absolute position up to which replies may be sent.
+    private var sendLimit: Int {
+        let held = [roundHoldStart, pendingSyncs.first].compactMap { $0 }.min()
+        return held ?? base + writer.bytes.count
+    }
+
+    private func startDeferred(_ work: @escaping @Sendable (inout RESPWriter) -> Void) {
+        awaitingDeferred = true
+        let version = session.protocolVersion
+        let queue = worker.queue
+        DispatchQueue.global(qos: .utility).async { [self] in
+            var reply = RESPWriter(version: version, capacity: 256)
+            work(&reply)
+            let bytes = reply.bytes
+            queue.async { self.finishDeferred(bytes) }
+        }
+    }
+
+    private func finishDeferred(_ reply: [UInt8]) {
+        awaitingDeferred = false
+        guard !closed else { return }
+        writer.bytes.append(contentsOf: reply)
+        process()
     }
 
     /// A request held back while grouping SETs.
@@ -184,9 +253,10 @@ final class Connection: @unchecked Sendable {
     /// Writes pending replies; arms the write source when the socket is full.
     private func flush() {
         guard !closed else { return }
-        while sent < writer.bytes.count {
+        let limit = sendLimit - base
+        while sent < limit {
             let n = writer.bytes.withUnsafeBytes { raw in
-                send(fd, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+                send(fd, raw.baseAddress! + sent, limit - sent, Int32(MSG_NOSIGNAL))
             }
             if n > 0 {
                 sent += n
@@ -203,6 +273,7 @@ final class Connection: @unchecked Sendable {
         let pending = writer.bytes.count - sent
         if pending == 0 {
             sent = 0
+            base += writer.bytes.count
             if writer.bytes.capacity > 4 << 20 {
                 writer.bytes = []  // give back the memory of a big reply
                 writer.bytes.reserveCapacity(16 * 1024)
@@ -221,9 +292,11 @@ final class Connection: @unchecked Sendable {
             }
             if sent > 1 << 20 && sent > writer.bytes.count / 2 {
                 writer.bytes.removeFirst(sent)
+                base += sent
                 sent = 0
             }
-            setWriting(true)
+            // Wait for the socket only when it is full, not for replies held for a WAL sync.
+            setWriting(sent < sendLimit - base)
         }
     }
 
@@ -256,9 +329,16 @@ final class Connection: @unchecked Sendable {
     /// At shutdown: send what is pending (waiting up to `deadline`), then close.
     func drainAndClose(deadline: DispatchTime) {
         dispatchPrecondition(condition: .onQueue(worker.queue))
-        while !closed && sent < writer.bytes.count && DispatchTime.now() < deadline {
+        if roundHoldStart != nil || !pendingSyncs.isEmpty {
+            // Held replies: sync now rather than wait for the group commit.
+            if worker.engine.syncWAL() {
+                roundHoldStart = nil
+                pendingSyncs = []
+            }
+        }
+        while !closed && sent < sendLimit - base && DispatchTime.now() < deadline {
             flush()
-            if sent < writer.bytes.count {
+            if sent < sendLimit - base {
                 var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
                 _ = poll(&p, 1, 50)
             }

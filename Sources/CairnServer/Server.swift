@@ -15,6 +15,8 @@ public final class Server: ServerHooks, @unchecked Sendable {
     public let logger: Logger
     public let configFilePath: String?
     private let workers: [Worker]
+    private let groupCommit: GroupCommit
+    private let backupSchedule: BackupSchedule
     private let control = DispatchQueue(label: "cairn.control")
     private let acceptQueue = DispatchQueue(label: "cairn.accept", qos: .userInitiated)
     private var listenFD: Int32 = -1
@@ -41,11 +43,15 @@ public final class Server: ServerHooks, @unchecked Sendable {
         self.configFilePath = configFilePath
         self.onShutdown = onShutdown
         let count = workerCount ?? engine.configuration.ioThreads
+        let groupCommit = GroupCommit(engine: engine)
         var built: [Worker] = []
         for i in 0..<count {
-            built.append(Worker(index: i, engine: engine, logger: logger, onRemoved: {}))
+            built.append(Worker(index: i, engine: engine, logger: logger, groupCommit: groupCommit, onRemoved: {}))
         }
         workers = built
+        self.groupCommit = groupCommit
+        self.backupSchedule = BackupSchedule(engine: engine)
+        engine.groupCommit.store(true, ordering: .relaxed)
         engine.hooks = self
     }
 
@@ -63,6 +69,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         acceptSource = source
         startWALTimer()
         startExpirySweep()
+        backupSchedule.start()
         if config.bind != "127.0.0.1" && config.bind != "::1" && config.bind != "localhost" && config.requirepass.isEmpty {
             logger.warning("WARNING: listening on \(config.bind) with no password: anyone who can reach this port can read and change all data. Set requirepass.")
         }
@@ -118,13 +125,16 @@ public final class Server: ServerHooks, @unchecked Sendable {
         walTimer = timer
     }
 
-    /// Ten sweep steps a second, each examining at most 2,000 keys, on a utility queue: expired
-    /// keys go without blocking requests, and a database without TTLs costs nothing.
+    /// Ten sweep steps a second on a utility queue, each within `active-expire-effort`'s time
+    /// budget: expired keys go without blocking requests, and a database without TTLs costs
+    /// nothing (a resting step returns at once).
     private func startExpirySweep() {
         let timer = DispatchSource.makeTimerSource(queue: sweepQueue)
         timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100), leeway: .milliseconds(20))
         timer.setEventHandler { [unowned self] in
-            if !shuttingDown.load(ordering: .relaxed) { engine.expirySweep.step(engine) }
+            guard !shuttingDown.load(ordering: .relaxed) else { return }
+            let effort = engine.configuration.activeExpireEffort
+            engine.expirySweep.step(engine, milliseconds: ExpirySweep.stepMilliseconds(effort: effort))
         }
         timer.activate()
         sweepTimer = timer
@@ -144,6 +154,32 @@ public final class Server: ServerHooks, @unchecked Sendable {
         for w in workers { w.apply(configuration) }
     }
 
+    /// Online restore: every worker queue, the WAL sync timer, the expiry sweep and the group
+    /// commit syncer each run a block that waits, so no command or background job touches the
+    /// database while `body` swaps it. Requests that arrive meanwhile wait in their sockets.
+    /// Must not be called from one of those queues (deferred work runs on a global queue).
+    public func withClientsPaused(_ body: ([Session]) -> Void) {
+        let queues = workers.map(\.queue) + [walQueue, sweepQueue, groupCommit.queue]
+        let entered = DispatchGroup()
+        let resume = DispatchSemaphore(value: 0)
+        for q in queues {
+            entered.enter()
+            q.async {
+                entered.leave()
+                resume.wait()
+            }
+        }
+        entered.wait()
+        logger.notice("clients paused")
+        body(workers.flatMap { $0.sessionsWhilePaused() })
+        for _ in queues { resume.signal() }
+        logger.notice("clients resumed")
+    }
+
+    public func runInBackground(_ work: @escaping @Sendable () -> Void) {
+        DispatchQueue.global(qos: .utility).async(execute: work)
+    }
+
     /// Stops accepting, finishes pending replies (up to a second), closes the database, then
     /// calls `onShutdown` with 0 (or 1 when closing the database failed). Idempotent.
     public func shutdown() {
@@ -155,6 +191,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
             for w in workers { w.queue.sync { w.closeAll(deadline: deadline) } }
             walTimer?.cancel()
             sweepTimer?.cancel()
+            backupSchedule.cancel()
             // Wait for a WAL sync or sweep step already running (their queues are serial).
             walQueue.sync {}
             sweepQueue.sync {}

@@ -20,6 +20,8 @@ final class Worker: @unchecked Sendable {
     private var connections: [ObjectIdentifier: Connection] = [:]
     private var idleTimer: (any DispatchSourceTimer)?
     let onRemoved: @Sendable () -> Void
+    /// Syncs the WAL for replies held under `appendfsync always`.
+    let groupCommit: GroupCommit
 
     /// Most bytes read from one client per read event, so one busy client cannot starve the rest.
     static let readBudget = 1 << 20
@@ -39,7 +41,8 @@ final class Worker: @unchecked Sendable {
         }
     }
 
-    init(index: Int, engine: Engine, logger: Logger, onRemoved: @escaping @Sendable () -> Void) {
+    init(index: Int, engine: Engine, logger: Logger, groupCommit: GroupCommit, onRemoved: @escaping @Sendable () -> Void) {
+        self.groupCommit = groupCommit
         self.queue = DispatchQueue(label: "cairn.worker.\(index)", qos: .userInitiated)
         self.engine = engine
         self.logger = logger
@@ -54,6 +57,7 @@ final class Worker: @unchecked Sendable {
     func adopt(fd: Int32, record: ClientRecord) {
         queue.async { [self] in
             let session = engine.makeSession(record: record)
+            session.canDefer = true
             let connection = Connection(fd: fd, worker: self, session: session, limits: limits.resp)
             connections[ObjectIdentifier(connection)] = connection
             let id = ObjectIdentifier(connection)
@@ -91,6 +95,11 @@ final class Worker: @unchecked Sendable {
 
     func apply(_ configuration: Configuration) {
         queue.async { [self] in limits = Limits(configuration) }
+    }
+
+    /// The sessions of open connections; only while the queue is paused (online restore).
+    func sessionsWhilePaused() -> [Session] {
+        connections.values.filter { !$0.isClosed }.map(\.session)
     }
 
     /// Shutdown: flush every connection (for at most `deadline`) and close it. Runs on `queue`.

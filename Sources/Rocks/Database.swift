@@ -162,6 +162,10 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         rocksdb_options_set_compression(opts, (f.compression ?? o.compression).raw)
         rocksdb_options_set_max_open_files(opts, o.maxOpenFiles)
         rocksdb_options_set_enable_pipelined_write(opts, o.enablePipelinedWrite ? 1 : 0)
+        if o.memtableBloomRatio > 0 {
+            rocksdb_options_set_memtable_prefix_bloom_size_ratio(opts, o.memtableBloomRatio)
+            rocksdb_options_set_memtable_whole_key_filtering(opts, 1)
+        }
         if o.enableStatistics { rocksdb_options_enable_statistics(opts) }
         let table = rocksdb_block_based_options_create()!
         if let cache { rocksdb_block_based_options_set_block_cache(table, cache) } else { rocksdb_block_based_options_set_no_block_cache(table, 1) }

@@ -11,7 +11,7 @@ struct Cairnd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cairnd",
         abstract: "Cairn: a persistent, ordered key-value server on RocksDB that speaks the Redis protocol.",
-        subcommands: [Serve.self],
+        subcommands: [Serve.self, BackupCommand.self, RestoreCommand.self, CheckCommand.self],
         defaultSubcommand: Serve.self
     )
 }

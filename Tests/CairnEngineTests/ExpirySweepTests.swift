@@ -19,10 +19,58 @@ import Testing
         #expect(try h.engine.database.get(Array("t1".utf8)) == nil)
         #expect(try h.engine.database.get(Array("p1".utf8)) != nil)
         #expect(h.engine.stats.expiredKeys.value == 3700)
-        // Nothing left with a TTL: after a full pass the sweep rests until a TTL write.
-        for _ in 0..<5 { h.engine.expirySweep.step(h.engine, budget: 500) }
+        // Nothing left with a TTL. One more pass a second later catches writes that raced the
+        // first; after it the sweep rests until a TTL write.
+        #expect(!h.engine.expirySweep.isResting)
+        try await Task.sleep(for: .milliseconds(1100))
+        for _ in 0..<10 { h.engine.expirySweep.step(h.engine, budget: 500) }
         #expect(h.engine.expirySweep.isResting)
         h.run("SET", "again", "v", "EX", "100")
         #expect(!h.engine.expirySweep.isResting)
+    }
+
+    @Test func passesWaitForTheEarliestExpiry() async throws {
+        let h = try EngineHarness()
+        for i in 0..<100 { h.run("SET", "later\(i)", "v", "EX", "100") }
+        // The first pass meets only keys due in 100 s: nothing to delete, and no new pass
+        // starts before they fall due, however often the timer steps.
+        #expect(h.engine.expirySweep.step(h.engine) == 0)
+        #expect(!h.engine.expirySweep.isResting)
+        h.run("SET", "soon", "v", "PX", "50")
+        try await Task.sleep(for: .milliseconds(100))
+        // Due now, but a pass ran less than a second ago.
+        #expect(h.engine.expirySweep.step(h.engine) == 0)
+        try await Task.sleep(for: .milliseconds(1000))
+        #expect(h.engine.expirySweep.step(h.engine) == 1)
+        #expect(try h.engine.database.get(Array("soon".utf8)) == nil)
+        #expect(h.run("DBSIZE") == .integer(100))
+    }
+
+    @Test func stepsStopAtTheirTimeBudget() async throws {
+        let h = try EngineHarness()
+        var batch: [[UInt8]] = [Array("MSET".utf8)]
+        for i in 0..<200_000 { batch += [Array("k\(i)".utf8), Array("v".utf8)] }
+        h.run(batch)
+        h.run("SET", "t", "v", "PX", "1")
+        try await Task.sleep(for: .milliseconds(10))
+        let clock = ContinuousClock()
+        let elapsed = clock.measure { h.engine.expirySweep.step(h.engine, milliseconds: 5) }
+        // 200,000 keys take far longer than 5 ms to walk; the step stops near its budget.
+        #expect(elapsed < .milliseconds(100))
+        #expect(try h.engine.database.get(Array("t".utf8)) != nil, "the step stopped before reaching t")
+    }
+
+    @Test func massExpiryCompactsTheEmptiedRange() async throws {
+        let h = try EngineHarness()
+        for i in 0..<20_000 { h.run("SET", "e\(i)", "v", "PX", "1") }
+        h.run("SET", "z", "kept")
+        try await Task.sleep(for: .milliseconds(20))
+        var deleted = 0
+        for _ in 0..<50 where deleted < 20_000 { deleted += h.engine.expirySweep.step(h.engine, milliseconds: 1000) }
+        #expect(deleted == 20_000)
+        #expect(h.engine.stats.sweepCompactions.value == 1)
+        // Compaction left no table file with the deleted keys or their tombstones.
+        #expect((h.engine.database.integerProperty("rocksdb.estimate-num-keys") ?? 0) <= 10)
+        #expect(h.run("GET", "z") == .bulk("kept"))
     }
 }

@@ -37,7 +37,7 @@ enum SnapshotCommands {
         Command("snapshot.release", arity: 2, flags: [.readonly, .fast], group: "cairn",
                 summary: "Releases a snapshot (and closes iterators reading through it).", arguments: "id") { call, out throws(CommandError) in
             let id = try call.integer(1)
-            guard call.session.snapshots[id] != nil else { throw noSuchSnapshot(id) }
+            guard call.session.snapshots[id] != nil else { throw noSuchSnapshot(id, call.session) }
             call.engine.dropSnapshot(id, of: call.session)
             out.simpleString("OK")
         },
@@ -60,7 +60,7 @@ enum SnapshotCommands {
                 call.session.readSnapshot = nil
             } else {
                 let id = try call.integer(1)
-                guard let snap = call.session.snapshots[id] else { throw noSuchSnapshot(id) }
+                guard let snap = call.session.snapshots[id] else { throw noSuchSnapshot(id, call.session) }
                 call.session.readSnapshot = snap
             }
             out.simpleString("OK")
@@ -89,13 +89,21 @@ enum SnapshotCommands {
         },
     ]
 
-    static func noSuchSnapshot(_ id: Int64) -> CommandError {
-        CommandError("ERR", "no such snapshot \(id) on this connection")
+    static func noSuchSnapshot(_ id: Int64, _ session: Session) -> CommandError {
+        if session.closedByRestore.contains(id) { return closedByRestore("snapshot", id) }
+        return CommandError("ERR", "no such snapshot \(id) on this connection")
+    }
+
+    static func closedByRestore(_ what: String, _ id: Int64) -> CommandError {
+        CommandError("ERR", "\(what) \(id) was closed by BACKUP.RESTORE (the database was replaced); open a new one")
     }
 
     static func iterator(_ call: Call) throws(CommandError) -> OwnedIterator {
         let id = try call.integer(1)
-        guard let it = call.session.iterators[id] else { throw CommandError("ERR", "no such iterator \(id) on this connection") }
+        guard let it = call.session.iterators[id] else {
+            if call.session.closedByRestore.contains(id) { throw closedByRestore("iterator", id) }
+            throw CommandError("ERR", "no such iterator \(id) on this connection")
+        }
         it.lastUsed = Clock.milliseconds()
         return it
     }
@@ -111,7 +119,7 @@ enum SnapshotCommands {
                 i += 1
             } else if call[i].isKeyword("SNAPSHOT"), i + 1 < call.count {
                 let id = try call.integer(i + 1)
-                guard let s = call.session.snapshots[id] else { throw noSuchSnapshot(id) }
+                guard let s = call.session.snapshots[id] else { throw noSuchSnapshot(id, call.session) }
                 snapshot = s
                 i += 2
             } else if call[i].isKeyword("START"), i + 1 < call.count {

@@ -1,0 +1,343 @@
+public import Rocks
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Backups, online restore and checkpoints: the engine's side of BACKUP.*, BGSAVE, LASTSAVE and
+/// CHECKPOINT, and of `backup-keep`, `backup-max-age` and `backup-interval`.
+///
+/// Backups are RocksDB's incremental backups (memtables flushed first, so the WAL is not
+/// needed): table files unchanged since an earlier backup are shared, so N backups of a mostly
+/// unchanged database take about one copy. https://github.com/facebook/rocksdb/wiki/How-to-backup-RocksDB
+///
+/// Every operation here is synchronous and may take long; the server runs them off the worker
+/// queues (a deferred reply, see `Session.deferred`), so they never block other clients. They
+/// are serialised by `jobs`: one backup, verify, purge, restore or checkpoint at a time.
+public final class Backups: Sendable {
+    /// Held for the whole of each job.
+    private let jobs = Mutex<Void>(())
+    /// The backup engine and the directory it was opened on (reopened when `backup-dir` changes).
+    private let opened = Mutex<BackupEngine?>(nil)
+    /// BGSAVE or a scheduled backup is running or queued.
+    let backgroundInProgress = Atomic<Bool>(false)
+    let restoreInProgress = Atomic<Bool>(false)
+    private let summary = Mutex(Summary())
+
+    /// What INFO persistence reports, updated after each job (INFO must not wait for one).
+    struct Summary {
+        var count = 0
+        var lastID: UInt32 = 0
+        var lastStatusOK = true
+        var lastDurationMillis: Int64 = -1
+        var lastRestoreID: UInt32 = 0
+    }
+
+    init() {}
+
+    func withJob<R>(_ body: () throws(CommandError) -> R) throws(CommandError) -> R {
+        try jobs.withLock { _ throws(CommandError) -> R in try body() }
+    }
+
+    /// The backup engine for the configured directory, opened on first use.
+    private func backupEngine(_ engine: Engine) throws(CommandError) -> BackupEngine {
+        let directory = engine.configuration.resolvedBackupDir
+        return try engine.storage("opening the backup directory \(directory)") {
+            try opened.withLock { be in
+                if let current = be, current.directory == directory { return current }
+                be?.close()
+                try makeDirectory(directory)
+                let fresh = try BackupEngine.open(at: directory)
+                be = fresh
+                return fresh
+            }
+        }
+    }
+
+    /// Flushes and backs up the database, then applies retention. Updates LASTSAVE.
+    public func create(_ engine: Engine) throws(CommandError) -> BackupInfo {
+        try withJob { () throws(CommandError) -> BackupInfo in
+            let started = Clock.milliseconds()
+            let be = try backupEngine(engine)
+            do throws(CommandError) {
+                let db = engine.database
+                let info = try engine.storage("backup") { try be.createBackup(of: db, flushFirst: true) }
+                engine.lastSave.store(info.timestamp, ordering: .relaxed)
+                let elapsed = Clock.milliseconds() - started
+                summary.withLock {
+                    $0.lastID = info.id
+                    $0.lastStatusOK = true
+                    $0.lastDurationMillis = elapsed
+                }
+                engine.logger.notice("backup \(info.id) created in \(engine.configuration.resolvedBackupDir): \(info.fileCount) files, \(info.size) bytes, \(elapsed) ms")
+                try applyRetention(engine, be)
+                return info
+            } catch {
+                summary.withLock { $0.lastStatusOK = false }
+                throw error
+            }
+        }
+    }
+
+    /// Purges by `backup-keep` and `backup-max-age`; the newest backup always stays.
+    private func applyRetention(_ engine: Engine, _ be: BackupEngine) throws(CommandError) {
+        let all = try list(engine, be)
+        let keep = Backups.retained(all, engine.configuration)
+        if keep < all.count { _ = try purge(engine, be, keeping: keep) }
+    }
+
+    /// How many of `all` (oldest first) `backup-keep` and `backup-max-age` keep: the newest ones,
+    /// at least one.
+    static func retained(_ all: [BackupInfo], _ config: Configuration) -> Int {
+        var keep = all.count
+        if config.backupKeep > 0 { keep = min(keep, config.backupKeep) }
+        if config.backupMaxAge > 0 {
+            let cutoff = Clock.milliseconds() / 1000 - Int64(config.backupMaxAge)
+            keep = min(keep, max(1, all.filter { $0.timestamp >= cutoff }.count))
+        }
+        return keep
+    }
+
+    /// Every backup, oldest first.
+    public func list(_ engine: Engine) throws(CommandError) -> [BackupInfo] {
+        try withJob { () throws(CommandError) -> [BackupInfo] in try list(engine, try backupEngine(engine)) }
+    }
+
+    private func list(_ engine: Engine, _ be: BackupEngine) throws(CommandError) -> [BackupInfo] {
+        let all = try engine.storage("listing backups") { try be.backups() }
+        summary.withLock {
+            $0.count = all.count
+            if let last = all.last { $0.lastID = last.id }
+        }
+        return all
+    }
+
+    /// Checks that the backup's files exist with their recorded sizes, then (unless `quick`)
+    /// re-reads each file and compares its CRC32C with the one recorded in the backup's meta
+    /// file, so flipped bytes are found too (RocksDB's C API only checks sizes).
+    public func verify(_ engine: Engine, id: UInt32, quick: Bool = false) throws(CommandError) {
+        try withJob { () throws(CommandError) in
+            let be = try backupEngine(engine)
+            try requireExists(engine, be, id)
+            try verify(engine, be, id: id, quick: quick)
+        }
+    }
+
+    private func verify(_ engine: Engine, _ be: BackupEngine, id: UInt32, quick: Bool) throws(CommandError) {
+        do {
+            try be.verify(id)
+            if !quick { try BackupChecksums.verify(backupDirectory: be.directory, id: id) }
+        } catch {
+            engine.logger.error("backup \(id) failed verification: \(error)")
+            throw CommandError("ERR", "backup \(id) failed verification (a file is missing, truncated or corrupted); see the server log")
+        }
+    }
+
+    private func requireExists(_ engine: Engine, _ be: BackupEngine, _ id: UInt32) throws(CommandError) {
+        guard try list(engine, be).contains(where: { $0.id == id }) else {
+            throw CommandError("ERR", "no such backup \(id); BACKUP.LIST shows them")
+        }
+    }
+
+    /// Deletes all but the newest `count` backups; returns how many went.
+    public func purge(_ engine: Engine, keeping count: Int) throws(CommandError) -> Int {
+        try withJob { () throws(CommandError) -> Int in try purge(engine, try backupEngine(engine), keeping: count) }
+    }
+
+    private func purge(_ engine: Engine, _ be: BackupEngine, keeping count: Int) throws(CommandError) -> Int {
+        let before = try list(engine, be).count
+        try engine.storage("purging backups") { try be.purge(keeping: count) }
+        let after = try list(engine, be).count
+        if before > after { engine.logger.notice("purged \(before - after) backup(s), keeping the newest \(count)") }
+        return before - after
+    }
+
+    /// Restores backup `id` (nil: the newest) into the live data directory, online.
+    ///
+    /// Checks the backup first (sizes and checksums), then, while the server has every client
+    /// paused (`ServerHooks.withClientsPaused`): closes every snapshot and iterator (their owners
+    /// get a clear error on next use), closes the database, restores the files, reopens, and
+    /// points each session at the reopened family of the same name (or `default`). WATCHed
+    /// transactions abort and SCAN cursors are forgotten.
+    /// If the restore fails after the database was closed, the database is reopened as it is.
+    public func restore(_ engine: Engine, id requested: UInt32?, caller: Session) throws(CommandError) {
+        try withJob { () throws(CommandError) in
+            let be = try backupEngine(engine)
+            let all = try list(engine, be)
+            guard let id = requested ?? all.last?.id else { throw CommandError("ERR", "there are no backups to restore") }
+            try requireExists(engine, be, id)
+            try verify(engine, be, id: id, quick: false)
+            guard !restoreInProgress.exchange(true, ordering: .acquiringAndReleasing) else {
+                throw CommandError("ERR", "restore in progress")
+            }
+            defer { restoreInProgress.store(false, ordering: .releasing) }
+            var result: Result<Void, CommandError> = .success(())
+            let body = { (sessions: [Session]) in
+                result = Result { () throws(CommandError) in try engine.reopen(restoring: id, from: be, sessions: sessions) }
+            }
+            if let hooks = engine.hooks { hooks.withClientsPaused(body) } else { body([caller]) }
+            try result.get()
+            summary.withLock { $0.lastRestoreID = id }
+        }
+    }
+
+    /// Writes an openable copy of the database to `directory` (which must not exist); table
+    /// files are hard links when on the same file system, so it is cheap.
+    public func checkpoint(_ engine: Engine, to directory: String) throws(CommandError) {
+        try withJob { () throws(CommandError) in
+            var st = stat()
+            guard stat(directory, &st) != 0 else { throw CommandError("ERR", "\(directory) already exists; CHECKPOINT needs a new directory") }
+            let db = engine.database
+            try engine.storage("checkpoint to \(directory)") { try db.checkpoint(to: directory) }
+            engine.logger.notice("checkpoint written to \(directory)")
+        }
+    }
+
+    /// INFO persistence lines about backups.
+    func infoLines(_ engine: Engine) -> [(String, String)] {
+        let s = summary.withLock { $0 }
+        let c = engine.configuration
+        return [
+            ("backup_in_progress", backgroundInProgress.load(ordering: .relaxed) ? "1" : "0"),
+            ("restore_in_progress", restoreInProgress.load(ordering: .relaxed) ? "1" : "0"),
+            ("backups", String(s.count)),
+            ("last_backup_id", String(s.lastID)),
+            ("last_backup_status", s.lastStatusOK ? "ok" : "err"),
+            ("last_backup_duration_ms", String(s.lastDurationMillis)),
+            ("last_restored_backup_id", String(s.lastRestoreID)),
+            ("backup_keep", String(c.backupKeep)),
+            ("backup_max_age", String(c.backupMaxAge)),
+            ("backup_interval", String(c.backupInterval)),
+        ]
+    }
+
+    var lastStatusOK: Bool { summary.withLock { $0.lastStatusOK } }
+
+    /// Starts a backup in the background (BGSAVE, the schedule). False when one is already
+    /// running or queued.
+    public func startBackground(_ engine: Engine, reason: String) -> Bool {
+        guard !backgroundInProgress.exchange(true, ordering: .acquiringAndReleasing) else { return false }
+        let work: @Sendable () -> Void = { [self] in
+            defer { backgroundInProgress.store(false, ordering: .releasing) }
+            do {
+                _ = try create(engine)
+            } catch {
+                engine.logger.error("\(reason) failed: \(error)")
+            }
+        }
+        if let hooks = engine.hooks { hooks.runInBackground(work) } else { work() }
+        return true
+    }
+
+    /// Closes the backup engine (at shutdown).
+    public func close() {
+        jobs.withLock { _ in opened.withLock { $0?.close(); $0 = nil } }
+    }
+}
+
+extension Engine {
+    /// Swaps the database for the restored backup `id`. Runs while no command runs (the server
+    /// pauses every worker); `sessions` are every connected client's.
+    func reopen(restoring id: UInt32, from be: BackupEngine, sessions: [Session]) throws(CommandError) {
+        for s in sessions { closeHandlesForRestore(s) }
+        // Every stripe's version moves, so every WATCHed transaction aborts.
+        locks.withAll {}
+        scanCursors.clear()
+        let old = database
+        try storage("closing the database for restore") {
+            try old.flushWAL(sync: true)
+            try old.close()
+        }
+        logger.notice("restoring backup \(id) into \(configuration.dir)")
+        var failure: CommandError? = nil
+        do {
+            try be.restore(id, toDatabaseAt: configuration.dir)
+        } catch {
+            logger.error("restoring backup \(id) failed: \(error); reopening the database as it is")
+            failure = CommandError("ERR", "restoring backup \(id) failed; see the server log")
+        }
+        do {
+            let (db, families, defaultFamily) = try Engine.openDatabase(configuration)
+            database = db
+            self.families.withLock { $0 = families }
+            self.defaultFamily = defaultFamily
+        } catch {
+            logger.critical("reopening the database after restore failed: \(error); every command will fail until restart")
+            throw CommandError("ERR", "reopening the database after restore failed; see the server log")
+        }
+        // The sweep keeps only a family name and a key to resume after (no handles); restored
+        // keys may carry TTLs no write announced, so it starts a fresh pass.
+        expirySweep.wake()
+        for s in sessions {
+            let family = self.family(named: s.family.name) ?? defaultFamily
+            s.family = family
+            s.record.state.withLock { $0.family = family.name }
+        }
+        if let failure { throw failure }
+        logger.notice("backup \(id) restored; serving again")
+    }
+
+    /// Closes the session's snapshots and iterators (which read the old database), remembering
+    /// their ids so their next use gets a clear error.
+    func closeHandlesForRestore(_ s: Session) {
+        s.closedByRestore.formUnion(s.snapshots.keys)
+        s.closedByRestore.formUnion(s.iterators.keys)
+        for it in s.iterators.values { it.cursor.close() }
+        s.iterators = [:]
+        s.readSnapshot = nil
+        for snap in s.snapshots.values { release(snap) }
+        s.snapshots = [:]
+    }
+}
+
+/// Re-reads a backup's files and compares each one's CRC32C with the checksum its meta file
+/// (`meta/<id>`) records: RocksDB's format is a few header lines, then one line per file,
+/// `<path> crc32 <decimal checksum>`.
+enum BackupChecksums {
+    static func verify(backupDirectory: String, id: UInt32) throws {
+        let metaPath = "\(backupDirectory)/meta/\(id)"
+        guard let meta = readFile(metaPath) else { throw StorageError(code: .ioError, message: "cannot read \(metaPath)") }
+        let text = String(decoding: meta, as: UTF8.self)
+        for line in text.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            guard words.count >= 3, words[1] == "crc32", let expected = UInt32(words[2]) else { continue }
+            let path = "\(backupDirectory)/\(words[0])"
+            guard let bytes = readFile(path) else { throw StorageError(code: .ioError, message: "cannot read \(path)") }
+            let actual = CRC32C.checksum(bytes)
+            guard actual == expected else {
+                throw StorageError(code: .corruption, message: "\(path): checksum \(actual), expected \(expected)")
+            }
+        }
+    }
+
+    static func readFile(_ path: String) -> [UInt8]? {
+        guard let f = fopen(path, "rb") else { return nil }
+        defer { fclose(f) }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, f)
+            if n > 0 { out.append(contentsOf: chunk[0..<n]) }
+            if n < chunk.count { break }
+        }
+        return ferror(f) == 0 ? out : nil
+    }
+}
+
+/// CRC-32C (Castagnoli), as RocksDB's backup engine records it. Table-driven, no hardware path:
+/// it runs only when verifying backups.
+enum CRC32C {
+    static let table: [UInt32] = (0..<256).map { i in
+        var c = UInt32(i)
+        for _ in 0..<8 { c = c & 1 != 0 ? (c >> 1) ^ 0x82F6_3B78 : c >> 1 }
+        return c
+    }
+
+    static func checksum(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        bytes.withUnsafeBufferPointer { buffer in
+            for b in buffer { crc = table[Int((crc ^ UInt32(b)) & 0xFF)] ^ (crc >> 8) }
+        }
+        return crc ^ 0xFFFF_FFFF
+    }
+}

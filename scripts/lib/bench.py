@@ -1,0 +1,257 @@
+"""The side-by-side benchmark behind scripts/bench.
+
+Starts cairnd and redis-server (no RDB snapshots, appendonly with appendfsync everysec, Cairn's
+default durability) on free loopback ports with fresh data directories, runs redis-benchmark
+against each in alternating order for several rounds, and prints medians and ratios
+(Cairn / Redis), p50/p99 latency at -P 1, each server's RSS afterwards, and how close the
+server comes to the embedded engine (cairn-bench-rocks). Writes JSON and an SVG chart.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Ratio targets from the performance issue: (test, pipeline) -> minimum Cairn/Redis ratio.
+TARGETS = {("SET", 1): 0.9, ("GET", 1): 0.9, ("SET", 16): 0.5, ("GET", 16): 0.6}
+MIB = 1 << 20
+
+
+def parse_args():
+    p = argparse.ArgumentParser(prog="scripts/bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bin", required=True, help="folder with release cairnd and cairn-bench-rocks")
+    p.add_argument("--rounds", type=int, default=3, help="A/B rounds; medians are taken over them (3)")
+    p.add_argument("--clients", type=int, default=50, help="redis-benchmark -c (50)")
+    p.add_argument("--data-size", type=int, default=100, help="redis-benchmark -d (100)")
+    p.add_argument("--keyspace", type=int, default=1_000_000, help="redis-benchmark -r (1000000)")
+    p.add_argument("--requests", type=int, default=200_000, help="requests per test at -P 1 (200000)")
+    p.add_argument("--requests-pipelined", type=int, default=1_000_000,
+                   help="requests per test at -P 16 and above (1000000)")
+    p.add_argument("--tests", default="set,get,incr,mset", help="redis-benchmark -t list (set,get,incr,mset)")
+    p.add_argument("--pipelines", default="1,16", help="pipeline depths (1,16)")
+    p.add_argument("--quick", action="store_true", help="a fifth of the requests: a rough look, not a report")
+    p.add_argument("--out", default=os.path.join(ROOT, "docs", "bench"),
+                   help="folder for results.json and chart.svg (docs/bench)")
+    p.add_argument("--no-write", action="store_true", help="print only; write no files")
+    args = p.parse_args()
+    if args.quick:
+        args.requests //= 5
+        args.requests_pipelined //= 5
+    return args
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, process, name, log_path):
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if process.poll() is not None:
+            break
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    with open(log_path) as f:
+        raise SystemExit(f"{name} did not start:\n{f.read()}")
+
+
+class ServerUnderTest:
+    def __init__(self, name, argv_for_port, workdir):
+        self.name = name
+        self.port = free_port()
+        self.log_path = os.path.join(workdir, f"{name.lower()}.log")
+        self.log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(argv_for_port(self.port), stdout=self.log, stderr=self.log, cwd=workdir)
+        wait_for_port(self.port, self.process, name, self.log_path)
+
+    def rss_bytes(self):
+        with open(f"/proc/{self.process.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def config(self, name):
+        out = subprocess.run(["redis-cli", "-p", str(self.port), "CONFIG", "GET", name],
+                             capture_output=True, text=True, check=True).stdout.split()
+        return out[1] if len(out) > 1 else None
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def run_benchmark(port, test, pipeline, args):
+    requests = args.requests if pipeline == 1 else args.requests_pipelined
+    cmd = ["redis-benchmark", "-p", str(port), "-t", test, "-n", str(requests), "-c", str(args.clients),
+           "-d", str(args.data_size), "-r", str(args.keyspace), "-P", str(pipeline), "--csv"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    rows = [r for r in csv.reader(io.StringIO(result.stdout)) if r and r[0] != "test"]
+    if result.returncode != 0 or not rows:
+        raise SystemExit(f"redis-benchmark failed: {' '.join(cmd)}\n{result.stdout}\n{result.stderr}")
+    row = rows[0]
+    # test, rps, avg, min, p50, p95, p99, max (milliseconds)
+    return {"rps": float(row[1]), "p50_ms": float(row[4]), "p99_ms": float(row[6])}
+
+
+def embedded_rates(args, workdir):
+    out = subprocess.run([os.path.join(args.bin, "cairn-bench-rocks"), "--requests", str(args.requests_pipelined),
+                          "--keyspace", str(args.keyspace), "--value-size", str(args.data_size),
+                          "--dir", os.path.join(workdir, "embedded")], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def median(values):
+    return statistics.median(values) if values else 0.0
+
+
+def main():
+    args = parse_args()
+    tests = [t.strip().lower() for t in args.tests.split(",") if t.strip()]
+    pipelines = [int(p) for p in args.pipelines.split(",")]
+    workdir = tempfile.mkdtemp(prefix="cairn-bench-")
+    args.bin = os.path.abspath(args.bin)
+    cairn_bin = os.path.join(args.bin, "cairnd")
+    print(f"cairn: {cairn_bin}\nredis: {shutil.which('redis-server')}  work: {workdir}", file=sys.stderr)
+
+    cairn = ServerUnderTest("Cairn", lambda port: [cairn_bin, os.path.join(ROOT, "config", "cairn.conf"),
+                                                   "--port", str(port), "--dir", os.path.join(workdir, "cairn-data"),
+                                                   "--log-level", "warning"], workdir)
+    os.makedirs(os.path.join(workdir, "redis-data"))
+    redis = ServerUnderTest("Redis", lambda port: ["redis-server", "--port", str(port), "--save", "",
+                                                   "--appendonly", "yes", "--appendfsync", "everysec",
+                                                   "--dir", os.path.join(workdir, "redis-data")], workdir)
+    servers = [cairn, redis]
+    samples = {}  # (server, TEST, pipeline) -> [result]
+    try:
+        for rnd in range(args.rounds):
+            order = servers if rnd % 2 == 0 else list(reversed(servers))
+            for server in order:
+                for pipeline in pipelines:
+                    for test in tests:
+                        r = run_benchmark(server.port, test, pipeline, args)
+                        samples.setdefault((server.name, test.upper(), pipeline), []).append(r)
+                        print(f"round {rnd + 1}/{args.rounds} {server.name:5} {test.upper():5} -P {pipeline:<3}"
+                              f" {r['rps']:>12,.0f} ops/s  p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms",
+                              file=sys.stderr)
+        rss = {s.name: s.rss_bytes() for s in servers}
+        budget = (int(cairn.config("block-cache-size") or 0) + 4 * int(cairn.config("write-buffer-size") or 0)
+                  + 64 * MIB)
+    finally:
+        for s in servers:
+            s.stop()
+    embedded = embedded_rates(args, workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+    rows = []
+    for pipeline in pipelines:
+        for test in tests:
+            name = test.upper()
+            c = samples[("Cairn", name, pipeline)]
+            r = samples[("Redis", name, pipeline)]
+            row = {"test": name, "pipeline": pipeline,
+                   "cairn_rps": median([x["rps"] for x in c]), "redis_rps": median([x["rps"] for x in r]),
+                   "cairn_p50_ms": median([x["p50_ms"] for x in c]), "redis_p50_ms": median([x["p50_ms"] for x in r]),
+                   "cairn_p99_ms": median([x["p99_ms"] for x in c]), "redis_p99_ms": median([x["p99_ms"] for x in r]),
+                   "target": TARGETS.get((name, pipeline))}
+            row["ratio"] = row["cairn_rps"] / row["redis_rps"] if row["redis_rps"] else 0.0
+            rows.append(row)
+
+    report = render(args, rows, rss, budget, embedded)
+    print(report)
+    if not args.no_write:
+        os.makedirs(args.out, exist_ok=True)
+        results = {"parameters": {k: getattr(args, k) for k in
+                                  ("rounds", "clients", "data_size", "keyspace", "requests", "requests_pipelined")},
+                   "rows": rows, "rss_bytes": rss, "cairn_rss_budget_bytes": budget, "embedded": embedded,
+                   "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        with open(os.path.join(args.out, "results.json"), "w") as f:
+            json.dump(results, f, indent=2)
+        with open(os.path.join(args.out, "chart.svg"), "w") as f:
+            f.write(chart(rows, results["when"]))
+        print(f"\nwrote {args.out}/results.json and {args.out}/chart.svg")
+
+
+def render(args, rows, rss, budget, embedded):
+    lines = [f"redis-benchmark -c {args.clients} -d {args.data_size} -r {args.keyspace}, "
+             f"-n {args.requests} at -P 1 and {args.requests_pipelined} pipelined; median of {args.rounds} "
+             f"alternating rounds", "",
+             f"{'test':<6}{'-P':>4}{'Cairn ops/s':>14}{'Redis ops/s':>14}{'ratio':>8}{'target':>8}",
+             "-" * 54]
+    for r in rows:
+        target = f"{r['target']:.2f}" if r["target"] else ""
+        flag = "" if not r["target"] else ("  ok" if r["ratio"] >= r["target"] else "  below")
+        lines.append(f"{r['test']:<6}{r['pipeline']:>4}{r['cairn_rps']:>14,.0f}{r['redis_rps']:>14,.0f}"
+                     f"{r['ratio']:>8.2f}{target:>8}{flag}")
+    lines += ["", "latency at -P 1 (ms)", f"{'test':<6}{'Cairn p50':>11}{'Redis p50':>11}{'Cairn p99':>11}"
+              f"{'Redis p99':>11}{'p99 ratio':>11}", "-" * 61]
+    for r in rows:
+        if r["pipeline"] != 1:
+            continue
+        ratio = r["cairn_p99_ms"] / r["redis_p99_ms"] if r["redis_p99_ms"] else 0.0
+        lines.append(f"{r['test']:<6}{r['cairn_p50_ms']:>11.3f}{r['redis_p50_ms']:>11.3f}{r['cairn_p99_ms']:>11.3f}"
+                     f"{r['redis_p99_ms']:>11.3f}{ratio:>11.2f}" + ("  (target <= 1.5)" if r["test"] in ("SET", "GET") else ""))
+    set16 = next((r for r in rows if r["test"] == "SET" and r["pipeline"] >= 16), None)
+    lines += ["", f"embedded engine, one thread: put {embedded['put_ops']:,} ops/s, get {embedded['get_ops']:,} ops/s"]
+    if set16:
+        lines.append(f"server SET -P {set16['pipeline']} / embedded put: {set16['cairn_rps'] / embedded['put_ops']:.2f}"
+                     " (target >= 0.80)")
+    lines += ["", f"RSS after the run: Cairn {rss['Cairn'] / MIB:,.0f} MiB (budget {budget / MIB:,.0f} MiB = block cache"
+              f" + 4 memtables + 64 MiB), Redis {rss['Redis'] / MIB:,.0f} MiB"]
+    return "\n".join(lines)
+
+
+def chart(rows, when):
+    """Horizontal bars of Cairn/Redis per test, with the 1.0 line and each target marked."""
+    bar_h, gap, left, width = 22, 10, 120, 520
+    top = 50
+    height = top + len(rows) * (bar_h + gap) + 50
+    scale = width / max(1.2, max(r["ratio"] for r in rows) * 1.1)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" '
+           f'font-family="sans-serif" font-size="13">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="10" y="22" font-size="15" font-weight="bold">Cairn / redis-server throughput '
+           f'(redis-benchmark, same run)</text>',
+           f'<text x="10" y="40" fill="#555">{when}; bar = ratio of medians; black tick = target</text>']
+    for i, r in enumerate(rows):
+        y = top + i * (bar_h + gap)
+        w = r["ratio"] * scale
+        ok = r["target"] is None or r["ratio"] >= r["target"]
+        color = "#3b7dd8" if ok else "#d8713b"
+        out.append(f'<text x="10" y="{y + 16}">{r["test"]} -P {r["pipeline"]}</text>')
+        out.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{color}"/>')
+        out.append(f'<text x="{left + w + 6:.1f}" y="{y + 16}">{r["ratio"]:.2f}</text>')
+        if r["target"]:
+            tx = left + r["target"] * scale
+            out.append(f'<line x1="{tx:.1f}" y1="{y - 3}" x2="{tx:.1f}" y2="{y + bar_h + 3}" stroke="black" stroke-width="2"/>')
+    one = left + scale
+    bottom = top + len(rows) * (bar_h + gap)
+    out.append(f'<line x1="{one:.1f}" y1="{top - 5}" x2="{one:.1f}" y2="{bottom}" stroke="#999" stroke-dasharray="4"/>')
+    out.append(f'<text x="{one - 30:.1f}" y="{bottom + 18}" fill="#555">Redis = 1.0</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    main()
