@@ -13,7 +13,7 @@ public struct BackupEntry: Sendable, Hashable {
     /// Every field as the server sent it (named fields for a map reply, `0`, `1`... for an array).
     public var fields: [String: String]
 
-    /// Reads one entry: a map or flat `name value` array with `id`, `timestamp`, `size`,
+    /// Reads one entry: a map or flat `name value` array with `id`, `timestamp` (or `time`), `size`,
     /// `files` (or `number_files`), or a positional array `[id, timestamp, size, files]`.
     init(_ value: RESPValue) throws(CairnClientError) {
         var fields: [String: String] = [:]
@@ -33,7 +33,7 @@ public struct BackupEntry: Sendable, Hashable {
         }
         guard let id = fields["id"].flatMap({ Int64($0) }) else { throw .unexpected(value, expected: "a backup entry with an id") }
         self.id = id
-        timestamp = fields["timestamp"].flatMap { Int64($0) }
+        timestamp = (fields["timestamp"] ?? fields["time"]).flatMap { Int64($0) }
         size = fields["size"].flatMap { Int64($0) }
         fileCount = (fields["files"] ?? fields["number_files"]).flatMap { Int64($0) }
         self.fields = fields

@@ -90,24 +90,23 @@ extension Session {
     }
 
     private func printBackups(_ backups: [BackupEntry]) {
-        func time(_ b: BackupEntry) -> Int64? { b.timestamp ?? b.fields["time"].flatMap { Int64($0) } }
         switch format {
         case .json:
             let items: [RESPValue] = backups.map { b in
-                .map([("id", .integer(b.id)), ("time", time(b).map(RESPValue.integer) ?? .null),
+                .map([("id", .integer(b.id)), ("time", b.timestamp.map(RESPValue.integer) ?? .null),
                       ("size", b.size.map(RESPValue.integer) ?? .null), ("files", b.fileCount.map(RESPValue.integer) ?? .null)]
                     .map { (key: .bulkString(Array($0.0.utf8)), value: $0.1) })
             }
             Output.out(ReplyFormatter.format(.array(items), as: .json))
         case .raw:
             for b in backups {
-                Output.out("\(b.id)\t\(time(b).map(String.init) ?? "")\t\(b.size.map(String.init) ?? "")\t\(b.fileCount.map(String.init) ?? "")\n")
+                Output.out("\(b.id)\t\(b.timestamp.map(String.init) ?? "")\t\(b.size.map(String.init) ?? "")\t\(b.fileCount.map(String.init) ?? "")\n")
             }
         case .standard:
             guard !backups.isEmpty else { return Output.out("No backups.\n") }
             var rows = [["ID", "CREATED (UTC)", "SIZE", "FILES"]]
             for b in backups {
-                rows.append([String(b.id), time(b).map(Self.utc) ?? "-", b.size.map(Self.humanSize) ?? "-", b.fileCount.map(String.init) ?? "-"])
+                rows.append([String(b.id), b.timestamp.map(Self.utc) ?? "-", b.size.map(Self.humanSize) ?? "-", b.fileCount.map(String.init) ?? "-"])
             }
             let widths = (0..<4).map { c in rows.map { $0[c].count }.max()! }
             for row in rows {
