@@ -69,3 +69,171 @@ import Testing
         }
     }
 }
+
+/// Pooling, reconnects, timeouts, cancellation, authentication and shutdown.
+@Suite struct ConnectionLifecycleTests {
+    @Test func reconnectsAfterTheServerRestarts() async throws {
+        let server = try CairndProcess()
+        let port = server.port
+        var config = CairnClientConfiguration(port: port)
+        config.connectAttempts = 2
+        config.initialBackoff = 0.01
+        let client = CairnClient(configuration: config)
+        defer { client.close() }
+        try await client.set("k", "kept")
+        // Fill the pool with idle connections that the restart will break.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 { group.addTask { _ = try await client.ping() } }
+            try await group.waitForAll()
+        }
+        server.terminate()
+        do {
+            _ = try await client.get("k")
+            Issue.record("a request succeeded with the server down")
+        } catch let error as CairnClientError {
+            #expect(error.code == .connection)
+        }
+        let restarted = try CairndProcess(directory: server.directory, port: port)
+        defer { restarted.terminate() }
+        #expect(try await client.getString("k") == "kept")
+        // Every stale pooled connection is replaced, none fails a request.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<16 { group.addTask { let pong = try await client.ping(); #expect(pong == "PONG") } }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test func backoffWaitsForAServerThatComesBack() async throws {
+        let server = try CairndProcess()
+        let port = server.port
+        server.terminate()
+        var config = CairnClientConfiguration(port: port)
+        config.connectAttempts = 30
+        config.initialBackoff = 0.02
+        config.maximumBackoff = 0.2
+        let client = CairnClient(configuration: config)
+        defer { client.close() }
+        async let pong = client.ping()
+        try await Task.sleep(for: .milliseconds(400))
+        let restarted = try CairndProcess(directory: server.directory, port: port)
+        defer { restarted.terminate() }
+        #expect(try await pong == "PONG")
+    }
+
+    @Test func hundredTasksShareOneClient() async throws {
+        try await withCairnd(configure: { $0.maximumConnections = 8 }) { client, _ in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for task in 0..<100 {
+                    group.addTask {
+                        for i in 0..<20 {
+                            try await client.set("t\(task):\(i)", "\(task)-\(i)")
+                            #expect(try await client.getString("t\(task):\(i)") == "\(task)-\(i)")
+                            try await client.incr("counter")
+                        }
+                        let values = try await client.mget((0..<20).map { "t\(task):\($0)" })
+                        #expect(values.map { $0?.text } == (0..<20).map { "\(task)-\($0)" })
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await client.getString("counter") == "2000")
+            // The pool never opened more than its limit (plus this INFO's own connection reuse).
+            let connected = try await client.info("clients").integer("connected_clients", in: "clients")
+            #expect(connected.map { $0 >= 1 && $0 <= 8 } == true)
+        }
+    }
+
+    @Test func replyTimeoutIsDistinctAndClosesTheConnection() async throws {
+        let listener = try SilentListener()
+        var config = CairnClientConfiguration(port: listener.port)
+        config.commandTimeout = 0.3
+        config.connectAttempts = 1
+        let client = CairnClient(configuration: config)
+        defer { client.close() }
+        let start = ContinuousClock.now
+        do {
+            _ = try await client.ping()
+            Issue.record("a silent server answered")
+        } catch let error as CairnClientError {
+            #expect(error.code == .timeout)
+        }
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
+    @Test func cancellingARequestEndsItPromptly() async throws {
+        let listener = try SilentListener()
+        let client = CairnClient(port: listener.port)
+        defer { client.close() }
+        let task = Task { try await client.ping() }
+        try await Task.sleep(for: .milliseconds(200))
+        let start = ContinuousClock.now
+        task.cancel()
+        do {
+            _ = try await task.value
+            Issue.record("a cancelled request succeeded")
+        } catch let error as CairnClientError {
+            #expect(error.code == .cancelled)
+        }
+        #expect(ContinuousClock.now - start < .seconds(2))
+    }
+
+    @Test func authentication() async throws {
+        try await withCairnd(arguments: ["--set", "requirepass=s3cret"], configure: { $0.password = "s3cret" }) { client, server in
+            #expect(try await client.ping() == "PONG")
+            let named = CairnClient(configuration: CairnClientConfiguration(port: server.port, password: "s3cret", username: "default"))
+            defer { named.close() }
+            #expect(try await named.ping() == "PONG")
+            let wrong = CairnClient(port: server.port, password: "nope")
+            defer { wrong.close() }
+            do {
+                _ = try await wrong.ping()
+                Issue.record("a wrong password was accepted")
+            } catch let error as CairnClientError {
+                #expect(error.code == .server && error.prefix == "WRONGPASS")
+            }
+            let none = CairnClient(port: server.port)
+            defer { none.close() }
+            do {
+                _ = try await none.ping()
+                Issue.record("no password was accepted")
+            } catch let error as CairnClientError {
+                #expect(error.prefix == "NOAUTH")
+            }
+        }
+    }
+
+    @Test func closeFailsLaterRequests() async throws {
+        try await withCairnd { client, _ in
+            #expect(try await client.ping() == "PONG")
+            client.close()
+            do {
+                _ = try await client.ping()
+                Issue.record("a closed client sent a request")
+            } catch let error as CairnClientError {
+                #expect(error.code == .closed)
+            }
+        }
+    }
+}
+
+/// A TCP listener that never accepts nor answers: connects succeed (backlog), replies never come.
+final class SilentListener {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard ok, listen(fd, 16) == 0 else { throw CairndProcess.Failure(message: "listen failed") }
+        port = Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    deinit { close(fd) }
+}
