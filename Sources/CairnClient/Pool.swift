@@ -68,7 +68,9 @@ final class Pool: Sendable {
             try await withCheckedThrowingContinuation { continuation in
                 let ready: Result<Connection?, any Error>? = state.withLock { s in
                     if s.closed { return .failure(CairnClientError(.closed, message: "the client is closed")) }
-                    if Task.isCancelled { return .failure(CairnClientError(.cancelled, message: "cancelled while waiting for a connection")) }
+                    if Task.isCancelled {
+                        return .failure(CairnClientError(.cancelled, message: "cancelled while waiting for a connection"))
+                    }
                     if let c = s.idle.popLast() { return .success(c) }
                     if s.count < configuration.maximumConnections {
                         s.count += 1

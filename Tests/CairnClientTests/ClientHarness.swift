@@ -2,8 +2,10 @@ import CairnClient
 import CairnTestSupport
 
 /// Starts a fresh cairnd, hands a client for it to `body`, then closes both.
-func withCairnd(arguments: [String] = [], configure: (inout CairnClientConfiguration) -> Void = { _ in },
-                _ body: (CairnClient, CairndProcess) async throws -> Void) async throws {
+func withCairnd(
+    arguments: [String] = [], configure: (inout CairnClientConfiguration) -> Void = { _ in },
+    _ body: (CairnClient, CairndProcess) async throws -> Void
+) async throws {
     let server = try CairndProcess(arguments: arguments)
     var config = CairnClientConfiguration(port: server.port)
     configure(&config)

@@ -42,7 +42,8 @@ import Testing
         let server = try CairndProcess()
         let client = CairnClient(port: server.port)
         defer { client.close() }
-        let commands: [[any RESPArgument]] = (0..<1000).map { ["SET", "p\($0)", $0] } + [["INCR", "p1"], ["LPUSH", "x", "y"], ["GET", "p1"]]
+        let commands: [[any RESPArgument]] =
+            (0..<1000).map { ["SET", "p\($0)", $0] } + [["INCR", "p1"], ["LPUSH", "x", "y"], ["GET", "p1"]]
         let replies = try await client.pipeline(commands)
         #expect(replies.count == 1003)
         #expect(replies[999] == .simpleString("OK"))
@@ -98,7 +99,12 @@ import Testing
         #expect(try await client.getString("k") == "kept")
         // Every stale pooled connection is replaced, none fails a request.
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<16 { group.addTask { let pong = try await client.ping(); #expect(pong == "PONG") } }
+            for _ in 0..<16 {
+                group.addTask {
+                    let pong = try await client.ping()
+                    #expect(pong == "PONG")
+                }
+            }
             try await group.waitForAll()
         }
     }

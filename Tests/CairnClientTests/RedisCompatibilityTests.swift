@@ -24,7 +24,7 @@ struct RedisCompatibilityTests {
             #expect(try await client.set("k", [0, 255] as [UInt8]))
             #expect(try await client.get("k") == [0, 255])
             #expect(try await client.set("k", "x", condition: .ifNotExists) == false)
-            #expect(try await client.setAndGet("k", "v")  == [0, 255])
+            #expect(try await client.setAndGet("k", "v") == [0, 255])
             try await client.mset([("a", "1"), ("b", "2")])
             #expect(try await client.mget(["a", "nope", "b"]).map { $0?.text } == ["1", nil, "2"])
             #expect(try await client.incrBy("a", 41) == 42)

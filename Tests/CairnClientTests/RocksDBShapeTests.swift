@@ -8,7 +8,8 @@ import Testing
 @Suite struct RocksDBShapeTests {
     @Test func columnFamilyHandleStaysInItsFamilyOnPooledConnections() async throws {
         try await withCairnd(configure: { $0.maximumConnections = 2 }) { client, _ in
-            let counters = try await client.createColumnFamily("counters", options: .init(merge: .add, compression: "lz4", bloomBitsPerKey: 10, blockSize: 4096))
+            let counters = try await client.createColumnFamily(
+                "counters", options: .init(merge: .add, compression: "lz4", bloomBitsPerKey: 10, blockSize: 4096))
             _ = try await client.createColumnFamily("logs", options: .init(merge: .append))
             #expect(try await client.columnFamilies().sorted() == ["counters", "default", "logs"])
             let logs = client.columnFamily("logs")
@@ -52,13 +53,18 @@ import Testing
             let first = try await client.range(.inclusive("k1000"), .exclusive("k1003"))
             #expect(first.map(\.keyString) == ["k1000", "k1001", "k1002"])
             #expect(first[0].valueString == "vk1000")
-            #expect(try await client.range(.exclusive("k1000"), .inclusive("k1003"), reverse: true, limit: 2).map(\.keyString) == ["k1003", "k1002"])
+            #expect(
+                try await client.range(.exclusive("k1000"), .inclusive("k1003"), reverse: true, limit: 2).map(\.keyString) == [
+                    "k1003", "k1002",
+                ])
             #expect(try await client.rangeKeys(.unbounded, .unbounded, limit: 2).map(\.text) == ["k1000", "k1001"])
             var seen: [String] = []
             for try await entry in client.entries(pageSize: 7) { seen.append(entry.keyString) }
             #expect(seen == keys)
             var reversed: [String] = []
-            for try await entry in client.entries(from: .inclusive("k1240"), reverse: true, pageSize: 4) { reversed.append(entry.keyString) }
+            for try await entry in client.entries(from: .inclusive("k1240"), reverse: true, pageSize: 4) {
+                reversed.append(entry.keyString)
+            }
             #expect(reversed == Array(keys.suffix(10).reversed()))
             try await client.deleteRange(.inclusive("k1000"), .exclusive("k1200"))
             #expect(try await client.dbsize() == 50)
@@ -214,7 +220,11 @@ import Testing
                 tx.queue(["INCR", "a"])
                 tx.queue(["INCR", "m"])
             }
-            #expect(replies == [.simpleString("OK"), .integer(2), .simpleString("OK"), .integer(1), .simpleString("OK"), .simpleString("OK"), .integer(0), .integer(13), .integer(6)])
+            #expect(
+                replies == [
+                    .simpleString("OK"), .integer(2), .simpleString("OK"), .integer(1), .simpleString("OK"), .simpleString("OK"),
+                    .integer(0), .integer(13), .integer(6),
+                ])
             #expect(try await fam.getString("a") == "13")
             #expect(try await fam.get("z1") == nil)
             #expect(try await client.get("a") == nil)
