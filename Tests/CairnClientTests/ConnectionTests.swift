@@ -243,3 +243,47 @@ final class SilentListener {
 
     deinit { close(fd) }
 }
+
+/// Per-connection commands on a connection of one's own, and SHUTDOWN.
+@Suite struct ConnectionCommandTests {
+    @Test func connectionCommands() async throws {
+        try await withCairnd { client, _ in
+            #expect(try await client.commandCount() > 50)
+            try await client.createColumnFamily("f")
+            try await client.withConnection { connection in
+                #expect(try await connection.clientGetName() == nil)
+                try await connection.clientSetName("reporter")
+                #expect(try await connection.clientGetName() == "reporter")
+                #expect(try await connection.clientInfo().contains("name=reporter"))
+                #expect(try await connection.clientList().contains { $0.contains("name=reporter") })
+                try await connection.select(0)
+                try await connection.useColumnFamily("f")
+                try await connection.set("only-in-f", "1")
+                try await connection.reset()
+                #expect(try await connection.get("only-in-f") == nil)
+                #expect(try await connection.clientGetName() == nil)
+                #expect(try await connection.clientID() > 0)
+            }
+            // The pooled client is back in the default family whatever the connection did.
+            #expect(try await client.get("only-in-f") == nil)
+            #expect(try await client.columnFamily("f").getString("only-in-f") == "1")
+            let killed = try await client.withConnection { connection -> Int in
+                let victim = try await client.withConnection { try await $0.clientID() }
+                return victim == (try await connection.clientID()) ? 1 : try await connection.clientKill(id: victim)
+            }
+            #expect(killed == 1)
+            // The killed connection is noticed and replaced.
+            #expect(try await client.ping() == "PONG")
+        }
+    }
+
+    @Test func shutdownStopsTheServer() async throws {
+        let server = try CairndProcess()
+        let client = CairnClient(port: server.port)
+        defer { client.close() }
+        try await client.set("k", "v")
+        try await client.shutdown()
+        server.process.waitUntilExit()
+        #expect(server.process.terminationStatus == 0)
+    }
+}
