@@ -27,8 +27,7 @@ public struct BackupEntry: Sendable, Hashable {
         } else {
             let names = ["id", "timestamp", "size", "files"]
             for (i, item) in items.enumerated() {
-                let text = item.int.map(String.init) ?? item.string ?? item.description
-                fields[i < names.count ? names[i] : String(i)] = text
+                fields[i < names.count ? names[i] : String(i)] = item.text
             }
         }
         guard let id = fields["id"].flatMap({ Int64($0) }) else { throw .unexpected(value, expected: "a backup entry with an id") }

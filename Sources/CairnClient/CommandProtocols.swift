@@ -78,12 +78,19 @@ extension RESPValue {
     /// A RESP3 map, or a RESP2 flat array of alternating keys and values, as text pairs.
     func expectTextPairs() throws(CairnClientError) -> [(String, String)] {
         if case .map(let pairs) = self {
-            return pairs.map { ($0.key.string ?? $0.key.description, $0.value.string ?? $0.value.description) }
+            return pairs.map { ($0.key.text, $0.value.text) }
         }
         let items = try expectArray()
         guard items.count % 2 == 0 else { throw .unexpected(self, expected: "key-value pairs") }
-        return stride(from: 0, to: items.count, by: 2).map {
-            (items[$0].string ?? items[$0].description, items[$0 + 1].string ?? items[$0 + 1].description)
+        return stride(from: 0, to: items.count, by: 2).map { (items[$0].text, items[$0 + 1].text) }
+    }
+
+    /// A scalar as text: strings decoded, integers and doubles in decimal.
+    var text: String {
+        switch self {
+        case .integer(let n): String(n)
+        case .double(let d): String(d)
+        default: string ?? description
         }
     }
 
