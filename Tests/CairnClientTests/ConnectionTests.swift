@@ -149,7 +149,7 @@ import Testing
         }
     }
 
-    @Test func replyTimeoutIsDistinctAndClosesTheConnection() async throws {
+    @Test func replyTimeoutIsADistinctError() async throws {
         let listener = try SilentListener()
         var config = CairnClientConfiguration(port: listener.port)
         config.commandTimeout = 0.3
