@@ -13,6 +13,9 @@ let package = Package(
     products: [
         .library(name: "Rocks", targets: ["Rocks"]),
         .library(name: "RESP", targets: ["RESP"]),
+        .library(name: "CairnClient", targets: ["CairnClient"]),
+        .executable(name: "cairn-example", targets: ["cairn-example"]),
+        .executable(name: "cairn-client-bench", targets: ["cairn-client-bench"]),
         .executable(name: "cairnd", targets: ["cairnd"]),
     ],
     dependencies: [
@@ -28,6 +31,10 @@ let package = Package(
         ),
         .target(name: "Rocks", dependencies: ["CRocksDB"], swiftSettings: strictSettings),
         .target(name: "RESP", swiftSettings: strictSettings),
+        .target(name: "CairnClient", dependencies: ["RESP"], swiftSettings: strictSettings),
+        // A newcomer's tour of the client, and the client throughput benchmark (scripts/bench-client).
+        .executableTarget(name: "cairn-example", dependencies: ["CairnClient"], swiftSettings: strictSettings),
+        .executableTarget(name: "cairn-client-bench", dependencies: ["CairnClient"], swiftSettings: strictSettings),
         .target(
             name: "CairnEngine",
             dependencies: ["Rocks", "RESP", .product(name: "Logging", package: "swift-log")],
@@ -58,7 +65,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "CairnServerTests", dependencies: ["RESP"],
+            name: "CairnServerTests", dependencies: ["RESP", "CairnTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        // Starts the real cairnd (and redis-server) for the server and client test targets.
+        .target(name: "CairnTestSupport", path: "Tests/CairnTestSupport", swiftSettings: strictSettings),
+        .testTarget(
+            name: "CairnClientTests", dependencies: ["CairnClient", "RESP", "CairnTestSupport"],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,28 +1,30 @@
-import Foundation
+public import Foundation
 
 /// The real `cairnd` binary, started on a free port with a fresh data directory.
 ///
 /// The binary comes from `CAIRND` or the package's debug build folder; tests that need it
-/// build it first (`swift build` runs before `swift test` in scripts/test).
-final class CairndProcess {
-    let directory: URL
-    let process = Process()
-    private(set) var port = 0
-    let stderr = Pipe()
+/// build it first (`swift build` runs before `swift test` in scripts/test). Shared by the server
+/// and client test targets.
+public final class CairndProcess {
+    public let directory: URL
+    public let process = Process()
+    public private(set) var port = 0
+    public let stderr = Pipe()
 
-    static var binary: URL {
+    public static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["CAIRND"] { return URL(fileURLWithPath: path) }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         return root.appendingPathComponent(".build/debug/cairnd")
     }
 
-    init(arguments: [String] = [], directory: URL? = nil) throws {
+    /// Starts cairnd on `port` (0: a free one) with data in `directory` (default: a new temporary one).
+    public init(arguments: [String] = [], directory: URL? = nil, port requestedPort: Int = 0) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("cairnd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         let portFile = self.directory.appendingPathComponent("port")
         try? FileManager.default.removeItem(at: portFile)
         process.executableURL = CairndProcess.binary
-        process.arguments = ["--port", "0", "--dir", self.directory.appendingPathComponent("data").path,
+        process.arguments = ["--port", String(requestedPort), "--dir", self.directory.appendingPathComponent("data").path,
                              "--port-file", portFile.path, "--log-level", "warning"] + arguments
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
@@ -41,11 +43,14 @@ final class CairndProcess {
         throw Failure(message: "cairnd did not start: \(String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self))")
     }
 
-    struct Failure: Error { var message: String }
+    public struct Failure: Error {
+        public var message: String
+        public init(message: String) { self.message = message }
+    }
 
     /// Sends SIGTERM and waits; returns the exit status and how long the exit took.
     @discardableResult
-    func terminate() -> (status: Int32, seconds: Double) {
+    public func terminate() -> (status: Int32, seconds: Double) {
         let start = Date()
         process.terminate()
         process.waitUntilExit()
@@ -61,10 +66,10 @@ final class CairndProcess {
 }
 
 /// A blocking TCP connection for protocol-level tests.
-final class RawClient {
-    let fd: Int32
+public final class RawClient {
+    public let fd: Int32
 
-    init(port: Int) throws {
+    public init(port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -80,7 +85,7 @@ final class RawClient {
 
     deinit { close(fd) }
 
-    func send(_ bytes: [UInt8]) {
+    public func send(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -89,10 +94,10 @@ final class RawClient {
         }
     }
 
-    func send(_ text: String) { send(Array(text.utf8)) }
+    public func send(_ text: String) { send(Array(text.utf8)) }
 
     /// Reads until `count` bytes arrived or the peer closed; nil on timeout with nothing read.
-    func receive(exactly count: Int) -> [UInt8] {
+    public func receive(exactly count: Int) -> [UInt8] {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while out.count < count {
@@ -104,7 +109,7 @@ final class RawClient {
     }
 
     /// Reads whatever arrives until the peer closes or `timeout` passes.
-    func receiveUntilClosed() -> [UInt8] {
+    public func receiveUntilClosed() -> [UInt8] {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {

@@ -1,0 +1,87 @@
+import RESP
+
+/// One backup, as `BACKUP.LIST` reports it.
+public struct BackupEntry: Sendable, Hashable {
+    /// The id to pass to ``KeyValueWriter/backupVerify(_:)`` and ``KeyValueWriter/backupRestore(_:)``.
+    public var id: Int64
+    /// Unix seconds when the backup was taken, when reported.
+    public var timestamp: Int64?
+    /// Size in bytes, when reported.
+    public var size: Int64?
+    /// Number of files, when reported.
+    public var fileCount: Int64?
+    /// Every field as the server sent it (named fields for a map reply, `0`, `1`... for an array).
+    public var fields: [String: String]
+
+    /// Reads one entry: a map or flat `name value` array with `id`, `timestamp`, `size`,
+    /// `files` (or `number_files`), or a positional array `[id, timestamp, size, files]`.
+    init(_ value: RESPValue) throws(CairnClientError) {
+        var fields: [String: String] = [:]
+        let items = value.array ?? []
+        if case .map = value, let pairs = try? value.expectTextPairs() {
+            fields = Dictionary(pairs, uniquingKeysWith: { a, _ in a })
+        } else if items.count >= 2, items.count % 2 == 0, items[0].string.map({ Int64($0) == nil }) ?? false {
+            fields = Dictionary(try value.expectTextPairs(), uniquingKeysWith: { a, _ in a })
+        } else if let n = value.int {
+            fields = ["id": String(n)]
+        } else {
+            let names = ["id", "timestamp", "size", "files"]
+            for (i, item) in items.enumerated() {
+                fields[i < names.count ? names[i] : String(i)] = item.text
+            }
+        }
+        guard let id = fields["id"].flatMap({ Int64($0) }) else { throw .unexpected(value, expected: "a backup entry with an id") }
+        self.id = id
+        timestamp = fields["timestamp"].flatMap { Int64($0) }
+        size = fields["size"].flatMap { Int64($0) }
+        fileCount = (fields["files"] ?? fields["number_files"]).flatMap { Int64($0) }
+        self.fields = fields
+    }
+}
+
+// Backups (DESIGN.md §3, "backups"). BACKUP.* and CHECKPOINT are Cairn's; BGSAVE and LASTSAVE
+// answer as Redis users expect.
+extension KeyValueWriter {
+    /// `BACKUP.CREATE`: takes a backup (RocksDB BackupEngine) and returns its id.
+    public func backupCreate() async throws -> Int64 {
+        try await call("BACKUP.CREATE").expectInt()
+    }
+
+    /// `BACKUP.LIST`: the backups, oldest first as the server lists them.
+    public func backups() async throws -> [BackupEntry] {
+        try await call("BACKUP.LIST").expectArray().map { item throws(CairnClientError) in try BackupEntry(item) }
+    }
+
+    /// `BACKUP.VERIFY id`: checks the backup's files.
+    /// - Throws: `.server` when the backup is missing or damaged.
+    public func backupVerify(_ id: Int64) async throws {
+        try await call("BACKUP.VERIFY", id).expectOK()
+    }
+
+    /// `BACKUP.PURGE keep`: deletes all but the newest `keep` backups.
+    public func backupPurge(keep: Int) async throws {
+        _ = try await call("BACKUP.PURGE", keep)
+    }
+
+    /// `BACKUP.RESTORE id`: restores the backup online (clients are paused meanwhile).
+    public func backupRestore(_ id: Int64) async throws {
+        try await call("BACKUP.RESTORE", id).expectOK()
+    }
+
+    /// `BGSAVE`: starts a backup in the background; the server's status text.
+    @discardableResult
+    public func bgsave() async throws -> String {
+        try await call("BGSAVE").expectString()
+    }
+
+    /// `LASTSAVE`: Unix seconds of the last successful save (Cairn: backup, or the server start).
+    public func lastSave() async throws -> Int64 {
+        try await call("LASTSAVE").expectInt()
+    }
+
+    /// `CHECKPOINT dir`: an openable copy of the database in `directory` on the server's machine
+    /// (hard links where possible).
+    public func checkpoint(_ directory: String) async throws {
+        try await call("CHECKPOINT", directory).expectOK()
+    }
+}

@@ -1,0 +1,70 @@
+/// The `NX`/`XX`/`GT`/`LT` option of EXPIRE and its relatives.
+public enum ExpireCondition: String, Sendable, Hashable {
+    /// Only when the key has no expiry.
+    case nx = "NX"
+    /// Only when the key has an expiry.
+    case xx = "XX"
+    /// Only when the new expiry is later.
+    case gt = "GT"
+    /// Only when the new expiry is sooner.
+    case lt = "LT"
+}
+
+// Expiry: https://redis.io/docs/latest/commands/expire/
+extension KeyValueReader {
+    /// `TTL key`: seconds left; -1 when the key has no expiry, -2 when it does not exist.
+    public func ttl(_ key: some RESPArgument) async throws -> Int64 {
+        try await call("TTL", key).expectInt()
+    }
+
+    /// `PTTL key`: milliseconds left; -1 no expiry, -2 missing.
+    public func pttl(_ key: some RESPArgument) async throws -> Int64 {
+        try await call("PTTL", key).expectInt()
+    }
+
+    /// `EXPIRETIME key`: the expiry as Unix seconds; -1 no expiry, -2 missing.
+    public func expireTime(_ key: some RESPArgument) async throws -> Int64 {
+        try await call("EXPIRETIME", key).expectInt()
+    }
+
+    /// `PEXPIRETIME key`: the expiry as Unix milliseconds; -1 no expiry, -2 missing.
+    public func pExpireTime(_ key: some RESPArgument) async throws -> Int64 {
+        try await call("PEXPIRETIME", key).expectInt()
+    }
+}
+
+extension KeyValueWriter {
+    /// `EXPIRE key seconds [NX|XX|GT|LT]`: true when the expiry was set.
+    @discardableResult
+    public func expire(_ key: some RESPArgument, seconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
+        try await expiry("EXPIRE", key, seconds, condition)
+    }
+
+    /// `PEXPIRE key milliseconds [NX|XX|GT|LT]`.
+    @discardableResult
+    public func pExpire(_ key: some RESPArgument, milliseconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
+        try await expiry("PEXPIRE", key, milliseconds, condition)
+    }
+
+    /// `EXPIREAT key unix-seconds [NX|XX|GT|LT]`.
+    @discardableResult
+    public func expireAt(_ key: some RESPArgument, unixSeconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
+        try await expiry("EXPIREAT", key, unixSeconds, condition)
+    }
+
+    /// `PEXPIREAT key unix-milliseconds [NX|XX|GT|LT]`.
+    @discardableResult
+    public func pExpireAt(_ key: some RESPArgument, unixMilliseconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
+        try await expiry("PEXPIREAT", key, unixMilliseconds, condition)
+    }
+
+    /// `PERSIST key`: true when an expiry was removed.
+    @discardableResult
+    public func persist(_ key: some RESPArgument) async throws -> Bool {
+        try await call("PERSIST", key).expectBool()
+    }
+
+    private func expiry(_ name: String, _ key: some RESPArgument, _ time: Int, _ condition: ExpireCondition?) async throws -> Bool {
+        try await send([name, key, time] + (condition.map { [$0.rawValue] } ?? [])).expectBool()
+    }
+}

@@ -1,0 +1,43 @@
+import RESP
+
+/// Where a handle's commands go: any pooled connection made current in `family`, or one pinned
+/// connection (snapshots, transactions, `withConnection`). A nil `family` leaves the connection's
+/// current family alone (raw use through `withConnection`).
+struct Route: Sendable {
+    let pool: Pool
+    let family: String?
+    let pinned: Connection?
+
+    /// Sends the commands in one round trip; server errors come back as `.error` values.
+    func execute(_ commands: [Command]) async throws -> [RESPValue] {
+        if let pinned { return try await pinned.execute(commands, family: family) }
+        return try await pool.withConnection { try await $0.execute(commands, family: family) }
+    }
+
+    /// One command; a server error is thrown as ``CairnClientError``.
+    func send(_ argv: [any RESPArgument]) async throws -> RESPValue {
+        try await execute([command(argv)])[0].throwingServerError()
+    }
+
+    func pipeline(_ commands: [[any RESPArgument]]) async throws -> [RESPValue] {
+        guard !commands.isEmpty else { return [] }
+        return try await execute(commands.map { command($0) })
+    }
+
+    /// This route on one connection leased from the pool (or the pinned one), for commands that
+    /// need the same connection (iterators, snapshots, WATCH).
+    func withPinned<T: Sendable>(_ body: (Route) async throws -> T) async throws -> T {
+        if pinned != nil { return try await body(self) }
+        return try await pool.withConnection { connection in
+            try await body(Route(pool: pool, family: family, pinned: connection))
+        }
+    }
+}
+
+extension RESPValue {
+    /// Self, or the server error it carries thrown as ``CairnClientError``.
+    func throwingServerError() throws(CairnClientError) -> RESPValue {
+        if case .error(let text) = self { throw CairnClientError(serverReply: text) }
+        return self
+    }
+}

@@ -1,0 +1,110 @@
+// Linux (Glibc) only, like the server: the package is built and deployed on Debian.
+import Glibc
+
+/// Blocking POSIX socket calls for one client connection. No state: the descriptor is owned by
+/// ``Connection``.
+enum Socket {
+    /// Opens a TCP connection to `host:port`, trying each resolved address, waiting at most
+    /// `timeout` seconds for each; then sets blocking mode, `TCP_NODELAY` and send/receive timeouts.
+    static func connect(host: String, port: Int, timeout: Double, ioTimeout: Double) throws(CairnClientError) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &list)
+        guard rc == 0, let first = list else {
+            throw CairnClientError(.connection, message: "cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(list) }
+        var lastError = CairnClientError(.connection, message: "no address for \(host)")
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let info = entry {
+            entry = info.pointee.ai_next
+            do {
+                return try connect(info.pointee, timeout: timeout, ioTimeout: ioTimeout, name: "\(host):\(port)")
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    private static func connect(_ info: addrinfo, timeout: Double, ioTimeout: Double, name: String) throws(CairnClientError) -> Int32 {
+        let fd = socket(info.ai_family, info.ai_socktype, info.ai_protocol)
+        guard fd >= 0 else { throw failure("socket", name) }
+        let flags = fcntl(fd, F_GETFL, 0)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        if Glibc.connect(fd, info.ai_addr, info.ai_addrlen) != 0 {
+            guard errno == EINPROGRESS else {
+                let error = failure("connect to", name)
+                Glibc.close(fd)
+                throw error
+            }
+            var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            let ready = poll(&pfd, 1, Int32(timeout * 1000))
+            if ready == 0 {
+                Glibc.close(fd)
+                throw CairnClientError(.timeout, message: "connecting to \(name) took longer than \(timeout) s")
+            }
+            var soError: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &length)
+            if ready < 0 || soError != 0 {
+                if soError != 0 { errno = soError }
+                let error = failure("connect to", name)
+                Glibc.close(fd)
+                throw error
+            }
+        }
+        _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var tv = timeval(tv_sec: Int(ioTimeout), tv_usec: Int((ioTimeout - ioTimeout.rounded(.down)) * 1_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        return fd
+    }
+
+    /// Writes all of `bytes`; throws on a broken connection or when the send timeout passes.
+    static func write(_ fd: Int32, _ bytes: [UInt8]) throws(CairnClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n > 0 {
+                offset += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                throw CairnClientError(.timeout, message: "the server did not accept the request in time")
+            } else {
+                throw failure("send", "the server")
+            }
+        }
+    }
+
+    /// Reads what is available (at least one byte) into `buffer`; returns the count.
+    /// Throws `.connection` when the server closed the connection, `.timeout` when the receive timeout passed.
+    static func read(_ fd: Int32, into buffer: inout [UInt8]) throws(CairnClientError) -> Int {
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+            if n > 0 { return n }
+            if n == 0 { throw CairnClientError(.connection, message: "the server closed the connection") }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK {
+                throw CairnClientError(.timeout, message: "no reply from the server in time")
+            }
+            throw failure("recv from", "the server")
+        }
+    }
+
+    /// True when an idle connection has been closed by the peer or has unexpected bytes waiting.
+    static func isStale(_ fd: Int32) -> Bool {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, 0) > 0 else { return false }
+        return true  // readable while idle: EOF, reset, or bytes no request asked for
+    }
+
+    private static func failure(_ what: String, _ name: String) -> CairnClientError {
+        CairnClientError(.connection, message: "\(what) \(name) failed: \(String(cString: strerror(errno)))")
+    }
+}

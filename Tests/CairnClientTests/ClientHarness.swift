@@ -1,0 +1,52 @@
+import CairnClient
+import CairnTestSupport
+
+/// Starts a fresh cairnd, hands a client for it to `body`, then closes both.
+func withCairnd(
+    arguments: [String] = [], configure: (inout CairnClientConfiguration) -> Void = { _ in },
+    _ body: (CairnClient, CairndProcess) async throws -> Void
+) async throws {
+    let server = try CairndProcess(arguments: arguments)
+    var config = CairnClientConfiguration(port: server.port)
+    configure(&config)
+    let client = CairnClient(configuration: config)
+    defer {
+        client.close()
+        server.terminate()
+    }
+    try await body(client, server)
+}
+
+/// The value of a field of `INFO rocksdb`, read on a connection of its own.
+func rocksdbInfo(_ client: CairnClient, _ field: String) async throws -> Int? {
+    try await client.info("rocksdb").integer(field, in: "rocksdb")
+}
+
+/// Polls `condition` every 20 ms for up to `seconds`; true once it holds.
+func eventually(seconds: Double = 3, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition()
+}
+
+extension Array where Element == UInt8 {
+    var text: String { String(decoding: self, as: UTF8.self) }
+}
+
+struct TimedOut: Error {}
+
+/// `body`'s result, or `TimedOut` after `seconds` (a hang becomes a failure, not a stuck suite).
+func withTimeout<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            throw TimedOut()
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
