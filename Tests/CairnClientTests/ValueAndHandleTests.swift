@@ -1,5 +1,6 @@
 @testable import CairnClient
 import CairnTestSupport
+import Foundation
 import RESP
 import Testing
 
@@ -25,23 +26,45 @@ import Testing
         #expect(throws: CairnClientError.self) { try BackupEntry(.array([.bulkString(Array("x".utf8))])) }
     }
 
-    @Test func backupCommandsReachTheServer() async throws {
-        // The BACKUP.* family and CHECKPOINT are not on this branch's server yet: each typed
-        // method must still send its command and surface the server's refusal as `.server`.
+    @Test func backupsRoundTripThroughTheServer() async throws {
         try await withCairnd { client, _ in
-            let calls: [@Sendable () async throws -> Void] = [
-                { _ = try await client.backupCreate() }, { _ = try await client.backups() },
-                { try await client.backupVerify(1) }, { try await client.backupPurge(keep: 1) },
-                { try await client.backupRestore(1) }, { try await client.checkpoint("/tmp/x") },
-            ]
-            for call in calls {
-                do {
-                    try await call()
-                } catch let error as CairnClientError {
-                    #expect(error.code == .server && error.prefix == "ERR" && error.message.contains("unknown command"))
-                }
+            try await client.set("a", "1")
+            let first = try await client.backupCreate()
+            try await client.set("b", "2")
+            let second = try await client.backupCreate()
+            #expect(second > first)
+            let listed = try await client.backups()
+            #expect(listed.map(\.id) == [first, second])
+            #expect(listed.allSatisfy { ($0.timestamp ?? 0) > 1_700_000_000 && ($0.size ?? 0) > 0 && ($0.fileCount ?? 0) > 0 })
+            try await client.backupVerify(first)
+            try await client.backupVerify(second, quick: true)
+            try await client.flushAll()
+            try await client.backupRestore(first)
+            #expect(try await client.getString("a") == "1")
+            #expect(try await client.getString("b") == nil)
+            try await client.backupRestoreLatest()
+            #expect(try await client.getString("b") == "2")
+            #expect(try await client.backupPurge(keep: 1) == 1)
+            #expect(try await client.backups().map(\.id) == [second])
+            do {
+                try await client.backupVerify(first)
+                Issue.record("verifying a purged backup must fail")
+            } catch let error as CairnClientError {
+                #expect(error.code == .server && error.prefix == "ERR")
             }
-            #expect(try await client.ping() == "PONG")
+            let before = try await client.lastSave()
+            #expect(try await client.bgsave() == "Background saving started")
+            var count = 1
+            for _ in 0..<100 where count == 1 {
+                try await Task.sleep(for: .milliseconds(50))
+                count = try await client.backups().count
+            }
+            #expect(count == 2, "BGSAVE took a backup")
+            #expect(try await client.lastSave() >= before)
+            let directory = "/tmp/cairn-client-checkpoint-\(UInt64.random(in: 0...UInt64.max))"
+            try await client.checkpoint(directory)
+            #expect(FileManager.default.fileExists(atPath: directory + "/CURRENT"))
+            try? FileManager.default.removeItem(atPath: directory)
         }
     }
 
