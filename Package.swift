@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "Rocks", targets: ["Rocks"]),
         .library(name: "RESP", targets: ["RESP"]),
         .library(name: "CairnClient", targets: ["CairnClient"]),
+        .executable(name: "cairn-example", targets: ["cairn-example"]),
+        .executable(name: "cairn-client-bench", targets: ["cairn-client-bench"]),
         .executable(name: "cairnd", targets: ["cairnd"]),
         .executable(name: "cairn-cli", targets: ["cairn-cli"]),
     ],
@@ -31,6 +33,9 @@ let package = Package(
         .target(name: "Rocks", dependencies: ["CRocksDB"], swiftSettings: strictSettings),
         .target(name: "RESP", swiftSettings: strictSettings),
         .target(name: "CairnClient", dependencies: ["RESP"], swiftSettings: strictSettings),
+        // A newcomer's tour of the client, and the client throughput benchmark (scripts/bench-client).
+        .executableTarget(name: "cairn-example", dependencies: ["CairnClient"], swiftSettings: strictSettings),
+        .executableTarget(name: "cairn-client-bench", dependencies: ["CairnClient"], swiftSettings: strictSettings),
         .target(
             name: "CairnEngine",
             dependencies: ["Rocks", "RESP", .product(name: "Logging", package: "swift-log")],

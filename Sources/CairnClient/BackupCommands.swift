@@ -13,8 +13,9 @@ public struct BackupEntry: Sendable, Hashable {
     /// Every field as the server sent it (named fields for a map reply, `0`, `1`... for an array).
     public var fields: [String: String]
 
-    /// Reads one entry: a map or flat `name value` array with `id`, `timestamp` (or `time`), `size`,
-    /// `files` (or `number_files`), or a positional array `[id, timestamp, size, files]`.
+    /// Reads one entry: a map (a flat `name value` array in RESP2) with `id`, `time`, `size`,
+    /// `files`, as cairnd sends it; also `timestamp`/`number_files`, or a positional array
+    /// `[id, timestamp, size, files]`.
     init(_ value: RESPValue) throws(CairnClientError) {
         var fields: [String: String] = [:]
         let items = value.array ?? []
@@ -27,13 +28,12 @@ public struct BackupEntry: Sendable, Hashable {
         } else {
             let names = ["id", "timestamp", "size", "files"]
             for (i, item) in items.enumerated() {
-                let text = item.int.map(String.init) ?? item.string ?? item.description
-                fields[i < names.count ? names[i] : String(i)] = text
+                fields[i < names.count ? names[i] : String(i)] = item.text
             }
         }
         guard let id = fields["id"].flatMap({ Int64($0) }) else { throw .unexpected(value, expected: "a backup entry with an id") }
         self.id = id
-        timestamp = (fields["timestamp"] ?? fields["time"]).flatMap { Int64($0) }
+        timestamp = (fields["time"] ?? fields["timestamp"]).flatMap { Int64($0) }
         size = fields["size"].flatMap { Int64($0) }
         fileCount = (fields["files"] ?? fields["number_files"]).flatMap { Int64($0) }
         self.fields = fields
@@ -53,20 +53,27 @@ extension KeyValueWriter {
         try await call("BACKUP.LIST").expectArray().map { item throws(CairnClientError) in try BackupEntry(item) }
     }
 
-    /// `BACKUP.VERIFY id`: checks the backup's files.
+    /// `BACKUP.VERIFY id [QUICK]`: checks the backup's files are present with their recorded
+    /// sizes and, unless `quick`, checksums.
     /// - Throws: `.server` when the backup is missing or damaged.
-    public func backupVerify(_ id: Int64) async throws {
-        try await call("BACKUP.VERIFY", id).expectOK()
+    public func backupVerify(_ id: Int64, quick: Bool = false) async throws {
+        try await (quick ? call("BACKUP.VERIFY", id, "QUICK") : call("BACKUP.VERIFY", id)).expectOK()
     }
 
-    /// `BACKUP.PURGE keep`: deletes all but the newest `keep` backups.
-    public func backupPurge(keep: Int) async throws {
-        _ = try await call("BACKUP.PURGE", keep)
+    /// `BACKUP.PURGE keep`: deletes all but the newest `keep` backups; returns how many went.
+    @discardableResult
+    public func backupPurge(keep: Int) async throws -> Int64 {
+        try await call("BACKUP.PURGE", keep).expectInt()
     }
 
     /// `BACKUP.RESTORE id`: restores the backup online (clients are paused meanwhile).
     public func backupRestore(_ id: Int64) async throws {
         try await call("BACKUP.RESTORE", id).expectOK()
+    }
+
+    /// `BACKUP.RESTORE LATEST`: restores the newest backup online.
+    public func backupRestoreLatest() async throws {
+        try await call("BACKUP.RESTORE", "LATEST").expectOK()
     }
 
     /// `BGSAVE`: starts a backup in the background; the server's status text.

@@ -12,6 +12,9 @@ public struct ColumnFamily: KeyValueWriter {
     public let name: String
     let route: Route
 
+    // `send` and `pipeline` forward to the route in each public handle type (client, connection,
+    // family, snapshot, transaction): a protocol witness must be public, so an internal protocol
+    // extension cannot supply them once for all.
     @discardableResult
     public func send(_ argv: [any RESPArgument]) async throws -> RESPValue {
         try await route.send(argv)

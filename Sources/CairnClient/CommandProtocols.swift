@@ -82,16 +82,16 @@ extension RESPValue {
         }
         let items = try expectArray()
         guard items.count % 2 == 0 else { throw .unexpected(self, expected: "key-value pairs") }
-        return stride(from: 0, to: items.count, by: 2).map {
-            (items[$0].text, items[$0 + 1].text)
-        }
+        return stride(from: 0, to: items.count, by: 2).map { (items[$0].text, items[$0 + 1].text) }
     }
 
-    /// A field of a pairs reply as text: strings as they are, integers in decimal (BACKUP.LIST
-    /// answers `id`, `time`, `size`, `files` as integers), anything else as its description.
-    private var text: String {
-        if let n = int { return String(n) }
-        return string ?? description
+    /// A scalar as text: strings decoded, integers and doubles in decimal.
+    var text: String {
+        switch self {
+        case .integer(let n): String(n)
+        case .double(let d): String(d)
+        default: string ?? description
+        }
     }
 
     /// A flat array of alternating keys and values (RANGE, ITER.NEXT) as entries.

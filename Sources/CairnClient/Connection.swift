@@ -32,7 +32,8 @@ final class Connection: @unchecked Sendable {
     func open() async throws(CairnClientError) {
         let config = configuration
         try await onQueue { () throws(CairnClientError) in
-            let fd = try Socket.connect(host: config.host, port: config.port, timeout: config.connectTimeout, ioTimeout: config.commandTimeout)
+            let fd = try Socket.connect(
+                host: config.host, port: config.port, timeout: config.connectTimeout, ioTimeout: config.commandTimeout)
             self.descriptor.withLock { $0 = fd }
             if let password = config.password {
                 var auth: Command = [Array("AUTH".utf8)]

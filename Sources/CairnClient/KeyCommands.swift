@@ -31,7 +31,9 @@ extension KeyValueReader {
         if let count { argv += ["COUNT", count] }
         if let type { argv += ["TYPE", type] }
         let reply = try await send(argv).expectArray()
-        guard reply.count == 2, let next = reply[0].string else { throw CairnClientError.unexpected(.array(reply), expected: "[cursor, keys]") }
+        guard reply.count == 2, let next = reply[0].string else {
+            throw CairnClientError.unexpected(.array(reply), expected: "[cursor, keys]")
+        }
         return ScanPage(cursor: next, keys: try reply[1].expectByteArrays())
     }
 

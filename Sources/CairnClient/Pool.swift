@@ -14,7 +14,8 @@ final class Pool: Sendable {
         var idle: [Connection] = []
         /// Connections handed out or idle, plus slots reserved for connections being opened.
         var count = 0
-        var waiters: [CheckedContinuation<Connection?, any Error>] = []
+        var waiters: [(id: Int, continuation: CheckedContinuation<Connection?, any Error>)] = []
+        var nextWaiter = 0
         var closed = false
     }
 
@@ -37,22 +38,11 @@ final class Pool: Sendable {
         }
     }
 
-    /// A connection for the caller's exclusive use until `release`.
+    /// A connection for the caller's exclusive use until `release`. Waiting for a free one ends
+    /// with ``CairnClientError/Code/cancelled`` when the task is cancelled.
     func acquire() async throws -> Connection {
         while true {
-            let slot: Connection? = try await withCheckedThrowingContinuation { continuation in
-                let ready: Result<Connection?, any Error>? = state.withLock { s in
-                    if s.closed { return .failure(CairnClientError(.closed, message: "the client is closed")) }
-                    if let c = s.idle.popLast() { return .success(c) }
-                    if s.count < configuration.maximumConnections {
-                        s.count += 1
-                        return .success(nil)
-                    }
-                    s.waiters.append(continuation)
-                    return nil
-                }
-                if let ready { continuation.resume(with: ready) }
-            }
+            let slot = try await nextSlot()
             guard let connection = slot else {
                 // A reserved slot: open a new connection in it.
                 do {
@@ -68,6 +58,37 @@ final class Pool: Sendable {
         }
     }
 
+    /// An idle connection, or nil for a reserved slot to open one in; waits when neither is free.
+    private func nextSlot() async throws -> Connection? {
+        let id = state.withLock { s in
+            s.nextWaiter += 1
+            return s.nextWaiter
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready: Result<Connection?, any Error>? = state.withLock { s in
+                    if s.closed { return .failure(CairnClientError(.closed, message: "the client is closed")) }
+                    if Task.isCancelled {
+                        return .failure(CairnClientError(.cancelled, message: "cancelled while waiting for a connection"))
+                    }
+                    if let c = s.idle.popLast() { return .success(c) }
+                    if s.count < configuration.maximumConnections {
+                        s.count += 1
+                        return .success(nil)
+                    }
+                    s.waiters.append((id, continuation))
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s in
+                s.waiters.firstIndex { $0.id == id }.map { s.waiters.remove(at: $0).continuation }
+            }
+            waiter?.resume(throwing: CairnClientError(.cancelled, message: "cancelled while waiting for a connection"))
+        }
+    }
+
     /// Gives a connection back: to a waiter, to the idle list, or (if it broke or the client is
     /// closed) closes it and frees its slot.
     func release(_ connection: Connection) {
@@ -78,7 +99,7 @@ final class Pool: Sendable {
         }
         let waiter: CheckedContinuation<Connection?, any Error>? = state.withLock { s in
             if s.closed { return nil }
-            if !s.waiters.isEmpty { return s.waiters.removeFirst() }
+            if !s.waiters.isEmpty { return s.waiters.removeFirst().continuation }
             s.idle.append(connection)
             return nil
         }
@@ -93,20 +114,20 @@ final class Pool: Sendable {
     /// they come back.
     func close() {
         var idle: [Connection] = []
-        var waiters: [CheckedContinuation<Connection?, any Error>] = []
+        var waiters: [(id: Int, continuation: CheckedContinuation<Connection?, any Error>)] = []
         state.withLock { s in
             s.closed = true
             swap(&idle, &s.idle)
             swap(&waiters, &s.waiters)
         }
         for c in idle { c.close() }
-        for w in waiters { w.resume(throwing: CairnClientError(.closed, message: "the client is closed")) }
+        for w in waiters { w.continuation.resume(throwing: CairnClientError(.closed, message: "the client is closed")) }
     }
 
     /// A slot was given up: hand it to a waiter (who opens a connection in it) or free it.
     private func freeSlot() {
         let waiter: CheckedContinuation<Connection?, any Error>? = state.withLock { s in
-            if !s.closed, !s.waiters.isEmpty { return s.waiters.removeFirst() }
+            if !s.closed, !s.waiters.isEmpty { return s.waiters.removeFirst().continuation }
             s.count -= 1
             return nil
         }

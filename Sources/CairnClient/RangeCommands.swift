@@ -25,12 +25,16 @@ public struct RangeBound: Sendable, Hashable {
 extension KeyValueReader {
     /// `RANGE low high [REV] [LIMIT n]`: the entries between the bounds in key order (descending
     /// with `reverse`; `low` stays the low bound). Stateless: nothing is kept on the server.
-    public func range(_ low: RangeBound = .unbounded, _ high: RangeBound = .unbounded, reverse: Bool = false, limit: Int? = nil) async throws -> [KeyValue] {
+    public func range(_ low: RangeBound = .unbounded, _ high: RangeBound = .unbounded, reverse: Bool = false, limit: Int? = nil)
+        async throws -> [KeyValue]
+    {
         try await send(rangeArguments(low, high, reverse: reverse, limit: limit, keysOnly: false)).expectEntries()
     }
 
     /// `RANGE low high ... KEYSONLY`: the keys only.
-    public func rangeKeys(_ low: RangeBound = .unbounded, _ high: RangeBound = .unbounded, reverse: Bool = false, limit: Int? = nil) async throws -> [[UInt8]] {
+    public func rangeKeys(_ low: RangeBound = .unbounded, _ high: RangeBound = .unbounded, reverse: Bool = false, limit: Int? = nil)
+        async throws -> [[UInt8]]
+    {
         try await send(rangeArguments(low, high, reverse: reverse, limit: limit, keysOnly: true)).expectByteArrays()
     }
 
@@ -43,7 +47,9 @@ extension KeyValueReader {
     ///     print(entry.keyString, entry.valueString)
     /// }
     /// ```
-    public func entries(from low: RangeBound = .unbounded, to high: RangeBound = .unbounded, reverse: Bool = false, pageSize: Int = 100) -> RangeSequence {
+    public func entries(from low: RangeBound = .unbounded, to high: RangeBound = .unbounded, reverse: Bool = false, pageSize: Int = 100)
+        -> RangeSequence
+    {
         RangeSequence(source: self, low: low, high: high, reverse: reverse, pageSize: pageSize)
     }
 

@@ -108,7 +108,8 @@ extension CairnConnection {
         try await call("SNAPSHOT.LIST").expectArray().map { item throws(CairnClientError) in
             let fields = try item.expectArray()
             guard fields.count == 3 else { throw .unexpected(item, expected: "[id, sequence, age]") }
-            return SnapshotEntry(id: try fields[0].expectInt(), sequenceNumber: try fields[1].expectInt(), ageSeconds: try fields[2].expectInt())
+            return SnapshotEntry(
+                id: try fields[0].expectInt(), sequenceNumber: try fields[1].expectInt(), ageSeconds: try fields[2].expectInt())
         }
     }
 }

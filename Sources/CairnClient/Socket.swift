@@ -1,8 +1,5 @@
-#if canImport(Glibc)
+// Linux (Glibc) only, like the server: the package is built and deployed on Debian.
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Blocking POSIX socket calls for one client connection. No state: the descriptor is owned by
 /// ``Connection``.
@@ -12,11 +9,7 @@ enum Socket {
     static func connect(host: String, port: Int, timeout: Double, ioTimeout: Double) throws(CairnClientError) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        #if canImport(Glibc)
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #else
-        hints.ai_socktype = SOCK_STREAM
-        #endif
         var list: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &list)
         guard rc == 0, let first = list else {

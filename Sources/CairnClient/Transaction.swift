@@ -33,7 +33,8 @@ public final class Transaction: KeyValueReader {
     var commands: [Command] { queued.withLock { $0 } }
 
     /// Queues `SET key value [NX|XX] [EX ...]`.
-    public func set(_ key: some RESPArgument, _ value: some RESPArgument, expiration: Expiration? = nil, condition: SetCondition = .always) {
+    public func set(_ key: some RESPArgument, _ value: some RESPArgument, expiration: Expiration? = nil, condition: SetCondition = .always)
+    {
         queue(["SET", key, value] + condition.arguments + (expiration?.arguments ?? []))
     }
 
@@ -59,7 +60,9 @@ public final class Transaction: KeyValueReader {
 }
 
 extension Route {
-    func transaction(watching keys: [any RESPArgument], attempts: Int, _ body: (Transaction) async throws -> Void) async throws -> [RESPValue] {
+    func transaction(watching keys: [any RESPArgument], attempts: Int, _ body: (Transaction) async throws -> Void) async throws
+        -> [RESPValue]
+    {
         precondition(attempts > 0, "attempts must be at least 1")
         return try await withPinned { pinned in
             for attempt in 1...attempts {
@@ -76,7 +79,8 @@ extension Route {
                 let exec = replies[replies.count - 1]
                 if exec.isNull {
                     if attempt < attempts { continue }
-                    throw CairnClientError(.transactionAborted, message: "a watched key changed; the transaction did not run (\(attempts) attempts)")
+                    throw CairnClientError(
+                        .transactionAborted, message: "a watched key changed; the transaction did not run (\(attempts) attempts)")
                 }
                 // EXECABORT when a command was refused while queueing; the queueing error says why.
                 if case .error(let text) = exec {
@@ -110,7 +114,9 @@ extension CairnClient {
     ///   conflicted; `.server` with prefix `EXECABORT` when the server refused a queued command;
     ///   whatever `body` throws (the transaction is then not sent, and the keys are unwatched).
     @discardableResult
-    public func transaction(watching keys: [any RESPArgument] = [], attempts: Int = 1, _ body: (Transaction) async throws -> Void) async throws -> [RESPValue] {
+    public func transaction(watching keys: [any RESPArgument] = [], attempts: Int = 1, _ body: (Transaction) async throws -> Void)
+        async throws -> [RESPValue]
+    {
         try await route.transaction(watching: keys, attempts: attempts, body)
     }
 }
@@ -118,7 +124,9 @@ extension CairnClient {
 extension ColumnFamily {
     /// As ``CairnClient/transaction(watching:attempts:_:)``, with the commands in this family.
     @discardableResult
-    public func transaction(watching keys: [any RESPArgument] = [], attempts: Int = 1, _ body: (Transaction) async throws -> Void) async throws -> [RESPValue] {
+    public func transaction(watching keys: [any RESPArgument] = [], attempts: Int = 1, _ body: (Transaction) async throws -> Void)
+        async throws -> [RESPValue]
+    {
         try await route.transaction(watching: keys, attempts: attempts, body)
     }
 }

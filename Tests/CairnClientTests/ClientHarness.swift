@@ -2,8 +2,10 @@ import CairnClient
 import CairnTestSupport
 
 /// Starts a fresh cairnd, hands a client for it to `body`, then closes both.
-func withCairnd(arguments: [String] = [], configure: (inout CairnClientConfiguration) -> Void = { _ in },
-                _ body: (CairnClient, CairndProcess) async throws -> Void) async throws {
+func withCairnd(
+    arguments: [String] = [], configure: (inout CairnClientConfiguration) -> Void = { _ in },
+    _ body: (CairnClient, CairndProcess) async throws -> Void
+) async throws {
     let server = try CairndProcess(arguments: arguments)
     var config = CairnClientConfiguration(port: server.port)
     configure(&config)
@@ -32,4 +34,19 @@ func eventually(seconds: Double = 3, _ condition: () async throws -> Bool) async
 
 extension Array where Element == UInt8 {
     var text: String { String(decoding: self, as: UTF8.self) }
+}
+
+struct TimedOut: Error {}
+
+/// `body`'s result, or `TimedOut` after `seconds` (a hang becomes a failure, not a stuck suite).
+func withTimeout<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            throw TimedOut()
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
 }

@@ -43,7 +43,10 @@ public final class CairndProcess {
         throw Failure(message: "cairnd did not start: \(String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self))")
     }
 
-    public struct Failure: Error { public var message: String }
+    public struct Failure: Error {
+        public var message: String
+        public init(message: String) { self.message = message }
+    }
 
     /// Sends SIGTERM and waits; returns the exit status and how long the exit took.
     @discardableResult

@@ -53,12 +53,16 @@ public final class RedisProcess {
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
-    /// Stops the server (SIGTERM) and waits for it.
+    /// Stops the server and waits for it: `SHUTDOWN NOSAVE`, then SIGKILL if it is still up a
+    /// moment later. (SIGTERM is not enough: a child of the test runner inherits a signal mask
+    /// that blocks it, and redis-server installs a plain handler.)
     public func terminate() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        guard process.isRunning else { return }
+        if let client = try? RawClient(port: port) { client.send("SHUTDOWN NOSAVE\r\n") }
+        let deadline = Date().addingTimeInterval(2)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 
     deinit { terminate() }
