@@ -5,8 +5,9 @@ public import ArgumentParser
 public enum AdminCommand: Equatable, Sendable {
     case backupCreate
     case backupList
-    case backupVerify(id: String, quick: Bool)
-    case backupRestore(id: String)
+    case backupVerify(id: Int64, quick: Bool)
+    /// A nil id restores the newest backup (`latest`).
+    case backupRestore(id: Int64?)
     case backupPurge(keep: Int)
     case info(section: String?)
     case scan(match: String?, count: Int?, type: String?, family: String?)
@@ -77,15 +78,16 @@ struct BackupArguments: ParsableCommand {
 
     var command: AdminCommand {
         get throws {
-            func needID() throws -> String {
+            func needID() throws -> Int64 {
                 guard let id else { throw ValidationError("backup \(action) needs a backup id") }
-                return id
+                guard let n = Int64(id) else { throw ValidationError("'\(id)' is not a backup id (a number from backup list)") }
+                return n
             }
             switch action {
             case "create": return .backupCreate
             case "list": return .backupList
             case "verify": return .backupVerify(id: try needID(), quick: quick)
-            case "restore": return .backupRestore(id: try needID())
+            case "restore": return .backupRestore(id: id?.lowercased() == "latest" ? nil : try needID())
             case "purge":
                 guard let keep = keep ?? id.flatMap({ Int($0) }), keep >= 0 else {
                     throw ValidationError("backup purge needs --keep <n>")

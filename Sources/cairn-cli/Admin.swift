@@ -26,14 +26,15 @@ extension Session {
         case .backupList:
             printBackups(try await target.backups())
         case .backupVerify(let id, let quick):
-            _ = try await target.send(["BACKUP.VERIFY", id] + (quick ? ["QUICK"] : []))
-            print("OK", standard: "Backup \(id) verified: every file present\(quick ? " with its size" : " with its checksum")",
-                  json: "{\"id\":\(ReplyFormatter.jsonString(Array(id.utf8))),\"verified\":true}")
+            try await target.backupVerify(id, quick: quick)
+            print("OK", standard: "Backup \(id) verified: every file present with its \(quick ? "size" : "checksum")",
+                  json: "{\"id\":\(id),\"verified\":true}")
         case .backupRestore(let id):
-            _ = try await target.send(["BACKUP.RESTORE", id.lowercased() == "latest" ? "LATEST" : id])
-            print("OK", standard: "Restored backup \(id)", json: "{\"restored\":\(ReplyFormatter.jsonString(Array(id.utf8)))}")
+            if let id { try await target.backupRestore(id) } else { try await target.backupRestoreLatest() }
+            let name = id.map { "backup \($0)" } ?? "the newest backup"
+            print("OK", standard: "Restored \(name)", json: "{\"restored\":\(id.map(String.init) ?? "\"latest\"")}")
         case .backupPurge(let keep):
-            let deleted = try await target.send(["BACKUP.PURGE", keep]).int ?? 0
+            let deleted = try await target.backupPurge(keep: keep)
             print(deleted, standard: "Deleted \(deleted) backup\(deleted == 1 ? "" : "s"), kept the newest \(keep)",
                   json: "{\"deleted\":\(deleted),\"kept\":\(keep)}")
         case .info(let section):

@@ -13,8 +13,9 @@ import Testing
     @Test func adminSubcommandsAreLowerCaseWords() throws {
         #expect(try AdminCommand.parse(["backup", "list"]) == .backupList)
         #expect(try AdminCommand.parse(["backup", "create"]) == .backupCreate)
-        #expect(try AdminCommand.parse(["backup", "verify", "3", "--quick"]) == .backupVerify(id: "3", quick: true))
-        #expect(try AdminCommand.parse(["backup", "restore", "latest"]) == .backupRestore(id: "latest"))
+        #expect(try AdminCommand.parse(["backup", "verify", "3", "--quick"]) == .backupVerify(id: 3, quick: true))
+        #expect(try AdminCommand.parse(["backup", "restore", "latest"]) == .backupRestore(id: nil))
+        #expect(try AdminCommand.parse(["backup", "restore", "4"]) == .backupRestore(id: 4))
         #expect(try AdminCommand.parse(["backup", "purge", "--keep", "2"]) == .backupPurge(keep: 2))
         #expect(try AdminCommand.parse(["info"]) == .info(section: nil))
         #expect(try AdminCommand.parse(["info", "rocksdb"]) == .info(section: "rocksdb"))
@@ -34,7 +35,7 @@ import Testing
     }
 
     @Test func malformedSubcommandsExplainThemselves() {
-        for words in [["backup", "verify"], ["backup", "frobnicate"], ["backup", "purge"], ["range", "a"]] {
+        for words in [["backup", "verify"], ["backup", "verify", "x"], ["backup", "frobnicate"], ["backup", "purge"], ["range", "a"]] {
             #expect(throws: (any Error).self) { try AdminCommand.parse(words) }
         }
         do {

@@ -289,6 +289,8 @@ def test_backup_subcommands(fresh_server):
     assert missing.returncode == 1 and b"(error)" in missing.stdout
     assert cli(s, "--no-raw", "backup", "restore", "1").stdout == b"Restored backup 1\n"
     assert c.get("k") == b"before"
+    assert json.loads(cli(s, "--json", "backup", "restore", "latest").stdout) == {"restored": "latest"}
+    assert c.get("k") == b"after"
     purged = cli(s, "--json", "backup", "purge", "--keep", "1")
     assert json.loads(purged.stdout) == {"deleted": 1, "kept": 1}
     assert [b["id"] for b in json.loads(cli(s, "--json", "backup", "list").stdout)] == [2]
