@@ -98,12 +98,19 @@ final class OwnedIterator {
     /// Keeps the snapshot the iterator reads through alive.
     let snapshot: OwnedSnapshot?
     var lastUsed: Int64
+    /// Counts live iterators for INFO: every path that drops one (ITER.CLOSE, disconnect,
+    /// idle reclaim, snapshot release, restore) ends here.
+    private let stats: EngineStats
 
-    init(id: Int64, cursor: Cursor, family: Family, snapshot: OwnedSnapshot?, now: Int64) {
+    init(id: Int64, cursor: Cursor, family: Family, snapshot: OwnedSnapshot?, now: Int64, stats: EngineStats) {
         self.id = id
         self.cursor = cursor
         self.family = family
         self.snapshot = snapshot
         self.lastUsed = now
+        self.stats = stats
+        stats.openIterators.increment()
     }
+
+    deinit { stats.openIterators.increment(by: -1) }
 }
