@@ -18,6 +18,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // RocksDB's C API from Debian's librocksdb-dev; nothing but a modulemap and a header.
@@ -30,7 +31,10 @@ let package = Package(
         .target(name: "RESP", swiftSettings: strictSettings),
         .target(
             name: "CairnEngine",
-            dependencies: ["Rocks", "RESP", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Rocks", "RESP", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(

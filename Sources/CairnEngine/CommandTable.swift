@@ -31,5 +31,6 @@ public struct CommandTable: Sendable {
         FamilyCommands.all,
         SnapshotCommands.all,
         RangeCommands.all,
+        ACLCommands.all,
     ])
 }
