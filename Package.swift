@@ -51,6 +51,11 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Fuzz targets for RESP parsing and command dispatch (scripts/fuzz builds it with libFuzzer).
+        .executableTarget(
+            name: "cairn-fuzz", dependencies: ["CairnEngine", "RESP", .product(name: "Logging", package: "swift-log")],
+            path: "Fuzz/Sources/cairn-fuzz", swiftSettings: strictSettings
+        ),
         .testTarget(name: "RocksTests", dependencies: ["Rocks"], swiftSettings: strictSettings),
         .testTarget(name: "RESPTests", dependencies: ["RESP"], swiftSettings: strictSettings),
         .testTarget(
