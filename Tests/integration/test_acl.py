@@ -227,3 +227,14 @@ def test_failed_auth_is_rate_limited_per_address(fresh_server):
     assert log.count("failed AUTH from 127.0.0.1:") == 3
     assert "over auth-max-failures" in log
     s.close()
+
+
+def test_binding_beyond_loopback_without_password_warns(fresh_server):
+    def warned(srv):
+        # The warning is logged before the port file is written, so it is there by now.
+        return "WARNING: listening on 0.0.0.0 with no password" in open(
+            os.path.join(srv.directory, "cairnd.log")).read()
+
+    assert warned(fresh_server("--bind", "0.0.0.0"))
+    assert not warned(fresh_server("--bind", "0.0.0.0", "--requirepass", "pw"))
+    assert not warned(fresh_server())
