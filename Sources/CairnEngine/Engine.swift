@@ -279,7 +279,8 @@ public final class Engine: @unchecked Sendable {
             return .failure(CommandError("ERR", "unknown command '\(Bytes.text(Array(first.prefix(128))))', with args beginning with: \(args)\(args.isEmpty ? "" : " ")"))
         }
         guard command.accepts(argv.count) else { return .failure(.arity(command.name)) }
-        if command.subcommands.isEmpty { return .success(command) }
+        // A bare container (COMMAND, whose arity allows it) runs its own handler.
+        if command.subcommands.isEmpty || argv.count < 2 { return .success(command) }
         let subName = Bytes.lowercased(argv[1])
         guard let sub = command.subcommands[subName] else {
             return .failure(CommandError("ERR", "unknown subcommand '\(Bytes.text(Array(argv[1].prefix(128))))'. Try \(command.name.uppercased()) HELP."))

@@ -118,4 +118,12 @@ import Testing
         #expect(h.run("APPEND", "abcd", "9") == .error("ERR string exceeds maximum allowed size (max-value-size)"))
         #expect(h.run("GET", "abcdefgh") == .null)
     }
+
+    /// Found by the dispatch fuzzer: a bare COMMAND indexed past the end of argv and killed the server.
+    @Test func bareCommandListsEveryCommand() throws {
+        let h = try EngineHarness()
+        guard case .array(let all) = h.run("COMMAND") else { Issue.record("COMMAND did not answer an array"); return }
+        #expect(all.count == h.engine.table.commands.count)
+        #expect(h.run("CONFIG") == .error("ERR wrong number of arguments for 'config' command"))
+    }
 }

@@ -104,6 +104,20 @@ def test_hostile_input_gets_error_or_close_while_others_carry_on(server, name):
     b.check()
 
 
+def test_bare_container_commands(server):
+    """Found by the dispatch fuzzer: a bare COMMAND indexed past its arguments and killed cairnd."""
+    with Bystander(server) as b:
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        s.sendall(b"CONFIG\r\nCLIENT\r\nACL\r\nCOMMAND\r\nQUIT\r\n")
+        reply = recv_until_closed(s)
+        time.sleep(0.2)
+    assert reply.startswith(b"-ERR wrong number of arguments for 'config' command\r\n"
+                            b"-ERR wrong number of arguments for 'client' command\r\n"
+                            b"-ERR wrong number of arguments for 'acl' command\r\n*"), reply[:300]
+    assert reply.endswith(b"+OK\r\n")
+    b.check()
+
+
 def test_announced_bulk_without_body_costs_no_memory(fresh_server):
     """A 400 MB bulk header (under proto-max-bulk-len) then silence: nothing is allocated for it."""
     srv = fresh_server()
