@@ -21,8 +21,9 @@ public struct Configuration: Sendable, Equatable {
     /// Default none: only the default user, with every permission.
     public var users: [ACLUser] = []
     /// Failed AUTHs one client address may make per minute before AUTH is refused for the rest
-    /// of that minute; 0 disables the limit. Default 10.
-    public var authMaxFailures = 10
+    /// of that minute; 0 disables the limit. Default 100 (a client library that retries a
+    /// wrong password, as redis-py does, should not lock its host out at once).
+    public var authMaxFailures = 100
     /// Largest key a write command may store, bytes; 0 means no limit beyond
     /// `proto-max-bulk-len`. Default 64 KiB.
     public var maxKeySize = 64 * 1024

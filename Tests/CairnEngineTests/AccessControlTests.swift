@@ -104,7 +104,7 @@ import Testing
         #expect(h.run("AUTH", "x") == .error("WRONGPASS invalid username-password pair or user is disabled."))
         #expect(h.run("AUTH", "y") == .error("WRONGPASS invalid username-password pair or user is disabled."))
         guard case .error(let text) = h.run("AUTH", "top") else { Issue.record("AUTH passed"); return }
-        #expect(text.hasPrefix("ERR too many failed AUTH attempts"))
+        #expect(text.hasPrefix("WRONGPASS too many failed AUTH attempts"))
     }
 
     @Test func keyAndValueLimits() throws {

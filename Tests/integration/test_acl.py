@@ -214,10 +214,10 @@ def test_failed_auth_is_rate_limited_per_address(fresh_server):
         s.sendall(b"AUTH wrong\r\n")
         replies.append(f.readline())
     assert replies[:3] == [b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"] * 3
-    assert all(r.startswith(b"-ERR too many failed AUTH attempts") for r in replies[3:]), replies
+    assert all(r.startswith(b"-WRONGPASS too many failed AUTH attempts") for r in replies[3:]), replies
     # Now even the right password is refused from this address until the minute is over...
     s.sendall(b"AUTH pw\r\n")
-    assert f.readline().startswith(b"-ERR too many failed AUTH attempts")
+    assert f.readline().startswith(b"-WRONGPASS too many failed AUTH attempts")
     s.sendall(b"GET k\r\n")
     assert f.readline().startswith(b"-NOAUTH")
     # ... while a client that logged in before keeps working.

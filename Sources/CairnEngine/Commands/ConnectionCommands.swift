@@ -65,7 +65,8 @@ enum ConnectionCommands {
         let now = Clock.milliseconds()
         if throttle.isBlocked(address, limit: limit, now: now) {
             engine.logger.warning("AUTH from \(address) as '\(user)' refused: over auth-max-failures (\(limit) a minute)")
-            throw CommandError("ERR", "too many failed AUTH attempts from this address; try again in a minute")
+            // WRONGPASS, so clients treat it as the failed login it is (redis-py raises AuthenticationError).
+            throw CommandError("WRONGPASS", "too many failed AUTH attempts from this address; try again in a minute")
         }
         guard let account = acl.check(user: user, password: password) else {
             let failures = throttle.recordFailure(address, now: now)
