@@ -1,32 +1,8 @@
 #if CAIRN_TSAN
-#if canImport(Glibc)
-import Glibc
-#endif
+import Rocks
 
-/// Only in ThreadSanitizer builds (`scripts/sanitize thread` passes `-DCAIRN_TSAN`): stands in
-/// for `Synchronization.Mutex` in this module. On Linux that Mutex locks with raw futex system
-/// calls, which TSan cannot see, so every access it guards is reported as a race (checked with
-/// a two-thread program: one false report per Mutex). Same use, `Mutex(value)` and
-/// `withLock { }`, over a pthread mutex that TSan understands. The same file is in `Rocks` and
-/// `CairnEngine`: a declaration shadows the imported `Mutex` only in its own module.
-final class Mutex<Value>: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
-    }
-}
+/// Only in ThreadSanitizer builds: `Synchronization.Mutex` is invisible to TSan on Linux, so
+/// this module uses the pthread-based one from `Rocks/TSanMutex.swift` (a module-local name
+/// shadows both imports).
+typealias Mutex<Value> = Rocks.Mutex<Value>
 #endif

@@ -7,13 +7,13 @@ import Glibc
 /// for `Synchronization.Mutex` in this module. On Linux that Mutex locks with raw futex system
 /// calls, which TSan cannot see, so every access it guards is reported as a race (checked with
 /// a two-thread program: one false report per Mutex). Same use, `Mutex(value)` and
-/// `withLock { }`, over a pthread mutex that TSan understands. The same file is in `Rocks` and
-/// `CairnEngine`: a declaration shadows the imported `Mutex` only in its own module.
-final class Mutex<Value>: @unchecked Sendable {
+/// `withLock { }`, over a pthread mutex that TSan understands. A declaration shadows the
+/// imported `Mutex` only in its own module; `CairnEngine` has a typealias to this one.
+package final class Mutex<Value>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var value: Value
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         pthread_mutex_init(mutex, nil)
     }
@@ -23,7 +23,7 @@ final class Mutex<Value>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+    package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
