@@ -224,7 +224,8 @@ public struct AccessControl: Sendable {
             _ = ACLUser.digest(password)
             return nil
         }
-        return user.enabled && user.accepts(password) ? user : nil
+        let accepted = user.accepts(password)  // before `enabled`, so a disabled user costs the same
+        return user.enabled && accepted ? user : nil
     }
 }
 
