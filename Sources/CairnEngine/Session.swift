@@ -12,6 +12,8 @@ public final class Session: @unchecked Sendable {
     public var protocolVersion: RESPVersion = .v2
     public var authenticated: Bool
     public var user = "default"
+    /// The categories `user` may run (see `AccessControl`); checked before every command.
+    public var permissions: CommandCategories = .all
     /// The column family every data command acts on (`CF.USE`); the default family at first.
     public var family: Family
     /// Set by QUIT and SHUTDOWN: the server closes after writing pending replies.
@@ -50,6 +52,14 @@ public final class Session: @unchecked Sendable {
     }
 
     public var inTransaction: Bool { queued != nil }
+
+    /// Marks the session logged in as `user`, with that user's permissions.
+    func logIn(_ user: ACLUser) {
+        authenticated = true
+        self.user = user.name
+        permissions = user.categories
+        record.state.withLock { $0.user = user.name }
+    }
 }
 
 /// A column family as the engine uses it: its RocksDB handle and its merge operator name.
