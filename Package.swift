@@ -22,6 +22,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // RocksDB's C API from Debian's librocksdb-dev; nothing but a modulemap and a header.
@@ -38,7 +39,10 @@ let package = Package(
         .executableTarget(name: "cairn-client-bench", dependencies: ["CairnClient"], swiftSettings: strictSettings),
         .target(
             name: "CairnEngine",
-            dependencies: ["Rocks", "RESP", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Rocks", "RESP", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -74,6 +78,11 @@ let package = Package(
         // The embedded engine's put/get rates with the server's options, for scripts/bench.
         .executableTarget(
             name: "cairn-bench-rocks", dependencies: ["CairnEngine", "Rocks"], swiftSettings: strictSettings
+        ),
+        // Fuzz targets for RESP parsing and command dispatch (scripts/fuzz builds it with libFuzzer).
+        .executableTarget(
+            name: "cairn-fuzz", dependencies: ["CairnEngine", "RESP", .product(name: "Logging", package: "swift-log")],
+            path: "Fuzz/Sources/cairn-fuzz", swiftSettings: strictSettings
         ),
         .testTarget(name: "RocksTests", dependencies: ["Rocks"], swiftSettings: strictSettings),
         .testTarget(name: "RESPTests", dependencies: ["RESP"], swiftSettings: strictSettings),

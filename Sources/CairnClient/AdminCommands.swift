@@ -10,7 +10,7 @@ extension KeyValueWriter {
         try await call("ECHO", message).expectBytes() ?? []
     }
 
-    /// `INFO [section]`, parsed. Cairn adds a `rocksdb` section (open_snapshots, open_cursors...).
+    /// `INFO [section]`, parsed. Cairn adds a `rocksdb` section (open_snapshots, open_iterators...).
     public func info(_ section: String? = nil) async throws -> ServerInfo {
         let reply = try await send(section.map { ["INFO", $0] } ?? ["INFO"])
         return ServerInfo(parsing: try reply.expectString())

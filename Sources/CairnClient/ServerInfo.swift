@@ -2,7 +2,7 @@
 ///
 /// ```swift
 /// let info = try await client.info("rocksdb")
-/// let open = info.integer("open_cursors", in: "rocksdb")
+/// let open = info.integer("open_iterators", in: "rocksdb")
 /// ```
 public struct ServerInfo: Sendable, Hashable {
     /// Section names (lowercased, as in `INFO section`) to their fields, in no particular order.

@@ -32,5 +32,6 @@ public struct CommandTable: Sendable {
         SnapshotCommands.all,
         RangeCommands.all,
         BackupCommands.all,
+        ACLCommands.all,
     ])
 }

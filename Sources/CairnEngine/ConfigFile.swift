@@ -17,6 +17,13 @@ public enum ConfigFile {
             }
             let value = words.dropFirst().joined(separator: " ")
             if ConfigOption.fixed.contains(where: { $0.0 == name.lowercased() }) { continue }
+            if name.lowercased() == "user" {
+                // One line per user, so not a ConfigOption (AccessControl.swift).
+                do { config.users.append(try ACLUser.parse(Array(words.dropFirst()))) } catch {
+                    throw ParseError(line: index + 1, message: error.message)
+                }
+                continue
+            }
             guard let option = ConfigOption.named(name) else {
                 throw ParseError(line: index + 1, message: "unknown option '\(name)'")
             }
@@ -32,6 +39,7 @@ public enum ConfigFile {
         for option in ConfigOption.all {
             out += "\(option.name) \(quote(option.value(in: config)))\n"
         }
+        for user in config.users { out += user.rule + "\n" }
         return out
     }
 

@@ -24,6 +24,21 @@ public struct Configuration: Sendable, Equatable {
     public var backupInterval = 0
     /// Password of the default user; empty means no authentication. Default empty.
     public var requirepass = ""
+    /// Users from `user` lines (AccessControl.swift), passwords as SHA-256 digests only.
+    /// Default none: only the default user, with every permission.
+    public var users: [ACLUser] = []
+    /// Failed AUTHs one client address may make per minute before AUTH is refused for the rest
+    /// of that minute; 0 disables the limit. Default 100 (a client library that retries a
+    /// wrong password, as redis-py does, should not lock its host out at once).
+    public var authMaxFailures = 100
+    /// Largest key a write command may store, bytes; 0 means no limit beyond
+    /// `proto-max-bulk-len`. Default 64 KiB.
+    public var maxKeySize = 64 * 1024
+    /// Largest value (any argument of a write command, and a value APPEND or SETRANGE grows),
+    /// bytes; 0 means no limit beyond `proto-max-bulk-len`. Default 512 MiB.
+    public var maxValueSize = 512 * 1024 * 1024
+    /// Most arguments of one request (multibulk count). Default 1,048,576.
+    public var maxArgs = 1024 * 1024
     /// Most clients connected at once; the next gets `-ERR max number of clients reached`. Default 10000.
     public var maxclients = 10000
     /// Close a client idle this many seconds; 0 never. Default 0.

@@ -21,6 +21,8 @@ public final class Engine: @unchecked Sendable {
     /// Background deletion of expired keys; the server steps it from a timer.
     public let expirySweep = ExpirySweep()
     let config: Mutex<Configuration>
+    /// Access control, failed-AUTH throttling and key/value size limits (AccessControl.swift).
+    public let guardrails: Guardrails
     let syncWrites: Atomic<Bool>
     let startedAt = Clock.microseconds()
     /// Unix seconds of the last successful backup (the start time until one is made): LASTSAVE.
@@ -43,6 +45,7 @@ public final class Engine: @unchecked Sendable {
     public init(configuration: Configuration, logger: Logger) throws {
         self.logger = logger
         self.config = Mutex(configuration)
+        self.guardrails = Guardrails(configuration)
         self.syncWrites = Atomic(configuration.appendfsync == .always)
         self.table = CommandTable.standard
         let (db, families, defaultFamily) = try Engine.openDatabase(configuration)
@@ -118,6 +121,7 @@ public final class Engine: @unchecked Sendable {
             return copy
         }
         syncWrites.store(updated.appendfsync == .always, ordering: .relaxed)
+        guardrails.apply(updated)
         hooks?.configurationChanged(updated)
     }
 
@@ -135,8 +139,23 @@ public final class Engine: @unchecked Sendable {
 
     /// A session for a new connection, in the default family.
     public func makeSession(record: ClientRecord) -> Session {
-        let needsAuth = !config.withLock { $0.requirepass }.isEmpty
-        return Session(record: record, authenticated: !needsAuth, family: defaultFamily)
+        let session = Session(record: record, authenticated: false, family: defaultFamily)
+        logInAsDefault(session)
+        return session
+    }
+
+    /// Logs a new (or RESET) session in as the default user when that user needs no password;
+    /// otherwise leaves it unauthenticated.
+    func logInAsDefault(_ session: Session) {
+        let acl = guardrails.accessControl
+        if acl.defaultNeedsNoAuth, let user = acl.users["default"] {
+            session.logIn(user)
+        } else {
+            session.authenticated = false
+            session.user = "default"
+            session.permissions = []
+            session.record.state.withLock { $0.user = "default" }
+        }
     }
 
     /// Snapshots held by all connections (capped by `max-snapshots`).
@@ -217,6 +236,14 @@ public final class Engine: @unchecked Sendable {
             reply(.noAuth, to: &out)
             return
         }
+        if session.authenticated, let refusal = guardrails.check(command, argv, session: session) {
+            if session.inTransaction { session.transactionFailed = true }
+            if refusal.prefix == "NOPERM" {
+                logger.info("refused '\(command.name)' to user \(session.user) (client \(session.id), \(session.record.address))")
+            }
+            reply(refusal, to: &out)
+            return
+        }
         if session.inTransaction && !command.flags.contains(.noMulti) {
             session.queued?.append(argv)
             out.simpleString("QUEUED")
@@ -230,6 +257,7 @@ public final class Engine: @unchecked Sendable {
     @inline(__always)
     public func isPlainSet(_ argv: [[UInt8]], session: Session) -> Bool {
         argv.count == 3 && argv[0].isKeyword("SET") && session.authenticated && !session.inTransaction
+            && guardrails.allowsPlainSet(argv, session: session)
     }
 
     /// Runs consecutive plain SETs of one read as one write batch: the keys' locks are held
@@ -274,7 +302,8 @@ public final class Engine: @unchecked Sendable {
             return .failure(CommandError("ERR", "unknown command '\(Bytes.text(Array(first.prefix(128))))', with args beginning with: \(args)\(args.isEmpty ? "" : " ")"))
         }
         guard command.accepts(argv.count) else { return .failure(.arity(command.name)) }
-        if command.subcommands.isEmpty { return .success(command) }
+        // A bare container (COMMAND, whose arity allows it) runs its own handler.
+        if command.subcommands.isEmpty || argv.count < 2 { return .success(command) }
         let subName = Bytes.lowercased(argv[1])
         guard let sub = command.subcommands[subName] else {
             return .failure(CommandError("ERR", "unknown subcommand '\(Bytes.text(Array(argv[1].prefix(128))))'. Try \(command.name.uppercased()) HELP."))

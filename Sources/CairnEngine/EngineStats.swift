@@ -12,6 +12,8 @@ public final class EngineStats: Sendable {
     public let netInputBytes = Atomic<Int>(0)
     public let netOutputBytes = Atomic<Int>(0)
     public let walSyncs = Atomic<Int>(0)
+    /// Server-side iterators (ITER.OPEN) alive now; a gauge, not reset by CONFIG RESETSTAT.
+    public let openIterators = Atomic<Int>(0)
     /// Range compactions the expiry sweep ran after emptying a large part of a family.
     public let sweepCompactions = Atomic<Int>(0)
 

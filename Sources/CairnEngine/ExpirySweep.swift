@@ -87,10 +87,12 @@ public final class ExpirySweep: Sendable {
 
     /// Examines keys for up to `milliseconds` (and at most `budget` keys), deleting expired ones.
     /// Returns how many it deleted. Called from one queue at a time (the server's sweep timer).
+    /// `now` fixes the clock the step judges expiry and scheduling by (tests); the time budget
+    /// then no longer ends the step, only `budget` and the end of a pass do.
     @discardableResult
-    public func step(_ engine: Engine, budget: Int = .max, milliseconds: Int = 25) -> Int {
+    public func step(_ engine: Engine, budget: Int = .max, milliseconds: Int = 25, now fixedNow: Int64? = nil) -> Int {
         var pos = position.withLock { $0 }
-        let startedAt = Clock.milliseconds()
+        let startedAt = fixedNow ?? Clock.milliseconds()
         if !pos.inPass {
             // Due at the earliest known expiry, but at most one pass a second (at once after wake()).
             let known = min(pos.nextPassAt, earliestWrittenExpiry.load(ordering: .relaxed))
@@ -129,7 +131,7 @@ public final class ExpirySweep: Sendable {
                         last = c.key
                         c.next()
                         if examined & 127 == 0 {
-                            now = Clock.milliseconds()
+                            now = fixedNow ?? Clock.milliseconds()
                             if now >= deadline { break }
                         }
                     }
@@ -163,7 +165,7 @@ public final class ExpirySweep: Sendable {
             } else {
                 pos.after = last
             }
-            now = Clock.milliseconds()
+            now = fixedNow ?? Clock.milliseconds()
         }
         let final = pos
         position.withLock { $0 = final }

@@ -112,6 +112,7 @@ enum InfoReport {
                 ("num_running_flushes", String(db.integerProperty("rocksdb.num-running-flushes") ?? 0)),
                 ("block_cache_usage", String(db.integerProperty("rocksdb.block-cache-usage") ?? 0)),
                 ("open_snapshots", String(db.openSnapshotCount)),
+                ("open_iterators", String(engine.stats.openIterators.value)),
                 ("open_cursors", String(db.openCursorCount)),
                 ("latest_sequence_number", String(db.latestSequenceNumber)),
             ]

@@ -14,6 +14,38 @@ final class Transaction {
     var overlay: [String: [[UInt8]: [UInt8]?]] = [:]
     /// Families FLUSHDB'd inside this transaction: keys not in the overlay read as missing.
     var cleared: Set<String> = []
+    /// Ranges `[lower, end)` DELRANGE'd inside this transaction, per family: keys in them not
+    /// written again since read as missing.
+    var deletedRanges: [String: [(lower: [UInt8], end: [UInt8])]] = [:]
+
+    /// What this transaction staged for `key`: `.some(bytes)`, `.some(nil)` when it deleted
+    /// the key (directly, by FLUSHDB or by DELRANGE), or nil when the database decides.
+    func staged(_ key: [UInt8], in family: String) -> [UInt8]?? {
+        if let value = overlay[family]?[key] { return value }
+        if cleared.contains(family) { return .some(nil) }
+        for r in deletedRanges[family] ?? [] where !key.lexicographicallyPrecedes(r.lower) && key.lexicographicallyPrecedes(r.end) {
+            return .some(nil)
+        }
+        return nil
+    }
+
+    /// Stages a range deletion: later reads of the transaction see the range empty.
+    func deleteRange(from lower: [UInt8], to end: [UInt8], in family: Family) {
+        batch.deleteRange(from: lower, to: end, in: family.handle)
+        deletedRanges[family.name, default: []].append((lower, end))
+        if var staged = overlay[family.name] {
+            for key in staged.keys where !key.lexicographicallyPrecedes(lower) && key.lexicographicallyPrecedes(end) {
+                staged[key] = .some(nil)
+            }
+            overlay[family.name] = staged
+        }
+    }
+
+    /// Just past the largest key this transaction wrote in `family` (nil when none): an
+    /// unbounded DELRANGE inside EXEC must cover keys only the batch holds.
+    func endPastStagedKeys(in family: String) -> [UInt8]? {
+        overlay[family]?.compactMap { $0.value == nil ? nil : $0.key }.max { $0.lexicographicallyPrecedes($1) }.map { $0 + [0] }
+    }
 }
 
 /// Key-level storage operations for handlers: expiry-aware reads, locked writes, and
@@ -45,7 +77,7 @@ extension Call {
     /// Calls `body` with the live payload of `key`, or nil when missing or expired.
     /// Zero-copy outside transactions: the buffer is RocksDB's pinned value.
     func withPayload<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?, Int64?) throws(CommandError) -> R) throws(CommandError) -> R {
-        if let tx = session.transaction, let staged = tx.overlay[family.name]?[key] ?? (tx.cleared.contains(family.name) ? .some(nil) : nil) {
+        if let tx = session.transaction, let staged = tx.staged(key, in: family.name) {
             guard let staged else { return try body(nil, nil) }
             let now = now
             let result = staged.withUnsafeBytes { raw in

@@ -12,6 +12,8 @@ public final class Session: @unchecked Sendable {
     public var protocolVersion: RESPVersion = .v2
     public var authenticated: Bool
     public var user = "default"
+    /// The categories `user` may run (see `AccessControl`); checked before every command.
+    public var permissions: CommandCategories = .all
     /// The column family every data command acts on (`CF.USE`); the default family at first.
     public var family: Family
     /// Set by QUIT and SHUTDOWN: the server closes after writing pending replies.
@@ -50,6 +52,14 @@ public final class Session: @unchecked Sendable {
     }
 
     public var inTransaction: Bool { queued != nil }
+
+    /// Marks the session logged in as `user`, with that user's permissions.
+    func logIn(_ user: ACLUser) {
+        authenticated = true
+        self.user = user.name
+        permissions = user.categories
+        record.state.withLock { $0.user = user.name }
+    }
 }
 
 /// A column family as the engine uses it: its RocksDB handle and its merge operator name.
@@ -98,12 +108,19 @@ final class OwnedIterator {
     /// Keeps the snapshot the iterator reads through alive.
     let snapshot: OwnedSnapshot?
     var lastUsed: Int64
+    /// Counts live iterators for INFO: every path that drops one (ITER.CLOSE, disconnect,
+    /// idle reclaim, snapshot release, restore) ends here.
+    private let stats: EngineStats
 
-    init(id: Int64, cursor: Cursor, family: Family, snapshot: OwnedSnapshot?, now: Int64) {
+    init(id: Int64, cursor: Cursor, family: Family, snapshot: OwnedSnapshot?, now: Int64, stats: EngineStats) {
         self.id = id
         self.cursor = cursor
         self.family = family
         self.snapshot = snapshot
         self.lastUsed = now
+        self.stats = stats
+        stats.openIterators.increment()
     }
+
+    deinit { stats.openIterators.increment(by: -1) }
 }

@@ -70,8 +70,9 @@ public final class Server: ServerHooks, @unchecked Sendable {
         startWALTimer()
         startExpirySweep()
         backupSchedule.start()
-        if config.bind != "127.0.0.1" && config.bind != "::1" && config.bind != "localhost" && config.requirepass.isEmpty {
-            logger.warning("WARNING: listening on \(config.bind) with no password: anyone who can reach this port can read and change all data. Set requirepass.")
+        if config.bind != "127.0.0.1" && config.bind != "::1" && config.bind != "localhost"
+            && engine.guardrails.accessControl.anyoneWithoutPassword {
+            logger.warning("WARNING: listening on \(config.bind) with no password: anyone who can reach this port can read and change all data. Set requirepass (or give every user a password).")
         }
         if !config.portFile.isEmpty {
             if !ConfigCommandsFile.write(config.portFile, "\(bound)\n") {

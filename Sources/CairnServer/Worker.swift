@@ -38,6 +38,7 @@ final class Worker: @unchecked Sendable {
             idleTimeoutSeconds = c.timeout
             resp = RESPLimits()
             resp.maxBulkLength = c.protoMaxBulkLen
+            resp.maxMultibulkCount = c.maxArgs
         }
     }
 

@@ -220,15 +220,15 @@ def test_caps_and_cleanup_on_disconnect(fresh_server):
     with pytest.raises(redis.ResponseError, match="max-iterators-per-client 2"):
         c.execute_command("ITER.OPEN")
     info = admin.info("rocksdb")
-    assert info["open_snapshots"] == 3 and info["open_cursors"] == 2
+    assert info["open_snapshots"] == 3 and info["open_cursors"] == 2 and info["open_iterators"] == 2
     c.close()
     deadline = time.time() + 5
     while time.time() < deadline:
         info = admin.info("rocksdb")
-        if info["open_snapshots"] == 0 and info["open_cursors"] == 0:
+        if info["open_snapshots"] == 0 and info["open_cursors"] == 0 and info["open_iterators"] == 0:
             break
         time.sleep(0.05)
-    assert info["open_snapshots"] == 0 and info["open_cursors"] == 0
+    assert info["open_snapshots"] == 0 and info["open_cursors"] == 0 and info["open_iterators"] == 0
 
 
 def test_snapshot_max_age_releases_forgotten_snapshots(fresh_server):

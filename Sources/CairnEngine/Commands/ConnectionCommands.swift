@@ -25,8 +25,7 @@ enum ConnectionCommands {
             s.watched = []
             s.protocolVersion = .v2
             s.family = call.engine.defaultFamily
-            s.authenticated = call.engine.configuration.requirepass.isEmpty
-            s.user = "default"
+            call.engine.logInAsDefault(s)
             s.record.state.withLock { $0.name = ""; $0.protocolVersion = 2; $0.family = "default" }
             out.version = .v2
             out.simpleString("RESET")
@@ -51,28 +50,30 @@ enum ConnectionCommands {
                 subcommands: ClientCommands.all) { _, _ throws(CommandError) in },
     ]
 
-    /// Checks a password (constant time) and marks the session authenticated.
+    /// Checks a user's password (SHA-256 digests compared in constant time, see `AccessControl`)
+    /// and logs the session in as that user. Failures are logged with the client's address and
+    /// rate-limited per address (`auth-max-failures` a minute, see `AuthThrottle`).
     static func authenticate(_ call: Call, user: String, password: [UInt8], bare: Bool) throws(CommandError) {
-        let required = call.engine.configuration.requirepass
-        if required.isEmpty && bare {
+        let engine = call.engine
+        let acl = engine.guardrails.accessControl
+        if bare, let d = acl.users["default"], d.nopass {
             throw CommandError("ERR", "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
         }
-        guard user == "default", constantTimeEquals(password, Array(required.utf8)) || required.isEmpty else {
-            call.engine.logger.warning("failed AUTH from \(call.session.record.address) as '\(user)'")
+        let address = call.session.record.address
+        let throttle = engine.guardrails.authThrottle
+        let limit = engine.guardrails.authMaxFailures.load(ordering: .relaxed)
+        let now = Clock.milliseconds()
+        if throttle.isBlocked(address, limit: limit, now: now) {
+            engine.logger.warning("AUTH from \(address) as '\(user)' refused: over auth-max-failures (\(limit) a minute)")
+            // WRONGPASS, so clients treat it as the failed login it is (redis-py raises AuthenticationError).
+            throw CommandError("WRONGPASS", "too many failed AUTH attempts from this address; try again in a minute")
+        }
+        guard let account = acl.check(user: user, password: password) else {
+            let failures = throttle.recordFailure(address, now: now)
+            engine.logger.warning("failed AUTH from \(address) as '\(user)' (\(failures) this minute)")
             throw .wrongPass
         }
-        call.session.authenticated = true
-        call.session.user = user
-    }
-
-    /// Compares without an early exit, so timing does not reveal how much of a password matched.
-    static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var diff = UInt8(truncatingIfNeeded: a.count ^ b.count)
-        let n = max(a.count, b.count)
-        for i in 0..<n {
-            diff |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
-        }
-        return diff == 0
+        call.session.logIn(account)
     }
 
     /// HELLO: https://redis.io/docs/latest/commands/hello/

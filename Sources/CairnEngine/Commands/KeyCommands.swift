@@ -61,14 +61,14 @@ enum KeyCommands {
             try call.forEachKey { _, _ in n += 1; return true }
             out.integer(n)
         },
-        Command("flushdb", arity: -1, flags: [.write], group: "server",
+        Command("flushdb", arity: -1, flags: [.write, .admin], group: "server",
                 summary: "Removes all keys from the current database (the connection's column family).",
                 arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
             try checkFlushMode(call)
             try flush(call, families: [call.family])
             out.simpleString("OK")
         },
-        Command("flushall", arity: -1, flags: [.write], group: "server",
+        Command("flushall", arity: -1, flags: [.write, .admin], group: "server",
                 summary: "Removes all keys from all column families.", arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
             try checkFlushMode(call)
             try flush(call, families: call.engine.allFamilies)

@@ -61,19 +61,23 @@ enum RangeCommands {
             let database = call.database
             var end = upper
             if end == nil {
-                end = try call.engine.storage("DELRANGE") {
+                // RocksDB ranges need a finite end: just past the last key there is, counting
+                // keys written earlier in the same EXEC.
+                let stored = try call.engine.storage("DELRANGE") {
                     try database.withCursor(in: handle) { c in
                         c.seekToLast()
                         return c.isValid ? c.key + [0] : nil
                     }
                 }
+                let staged = call.session.transaction?.endPastStagedKeys(in: call.family.name)
+                end = [stored, staged].compactMap { $0 }.max { $0.lexicographicallyPrecedes($1) }
             }
             guard let end, lower.lexicographicallyPrecedes(end) else {
                 out.simpleString("OK")
                 return
             }
             if let tx = call.session.transaction {
-                tx.batch.deleteRange(from: lower, to: end, in: handle)
+                tx.deleteRange(from: lower, to: end, in: call.family)
             } else {
                 let options = call.engine.writeOptions
                 try call.engine.storage("DELRANGE") { try database.deleteRange(from: lower, to: end, in: handle, options: options) }

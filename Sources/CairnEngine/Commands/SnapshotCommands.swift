@@ -144,7 +144,7 @@ enum SnapshotCommands {
         case (true, let key?): cursor.seekForPrev(key)
         }
         let id = call.engine.nextHandleID.add(1, ordering: .relaxed).oldValue
-        call.session.iterators[id] = OwnedIterator(id: id, cursor: cursor, family: call.family, snapshot: snapshot, now: Clock.milliseconds())
+        call.session.iterators[id] = OwnedIterator(id: id, cursor: cursor, family: call.family, snapshot: snapshot, now: Clock.milliseconds(), stats: call.engine.stats)
         out.integer(id)
     }
 

@@ -283,6 +283,7 @@ enum StringCommands {
             let (end, overflow) = offset.addingReportingOverflow(Int64(patch.count))
             let limit = Int64(call.engine.configuration.protoMaxBulkLen)
             if overflow || end > limit { throw CommandError("ERR", "string exceeds maximum allowed size (proto-max-bulk-len)") }
+            try call.checkSize(Int(end))
             var value = old?.payload ?? []
             if value.count < Int(end) { value.append(contentsOf: repeatElement(0, count: Int(end) - value.count)) }
             value.replaceSubrange(Int(offset)..<Int(end), with: patch)
@@ -294,10 +295,15 @@ enum StringCommands {
 }
 
 extension Call {
-    /// Refuses values larger than `proto-max-bulk-len`, as Redis does for APPEND and SETRANGE.
+    /// Refuses values larger than `proto-max-bulk-len` (as Redis does for APPEND and SETRANGE)
+    /// or `max-value-size`.
     func checkSize(_ count: Int) throws(CommandError) {
         if count > engine.configuration.protoMaxBulkLen {
             throw CommandError("ERR", "string exceeds maximum allowed size (proto-max-bulk-len)")
+        }
+        let maxValue = engine.guardrails.maxValueSize.load(ordering: .relaxed)
+        if maxValue > 0 && count > maxValue {
+            throw CommandError("ERR", "string exceeds maximum allowed size (max-value-size)")
         }
     }
 }
