@@ -10,7 +10,7 @@ extension Session {
             try await execute(admin)
             return 0
         } catch let e as CairnClientError where e.code == .server {
-            Output.reply(.error(e.description), format == .json ? .json : (format == .raw ? .raw : .standard))
+            Output.reply(.error(e.description), format)
             return 1
         } catch {
             return report(error)

@@ -38,7 +38,11 @@ final class Session {
     func report(_ error: any Error) -> Int32 {
         switch error {
         case let e as CairnClientError where e.code == .connection || e.code == .timeout:
-            Output.err("Could not connect to Cairn at \(address): \(Self.reason(e.message))\n")
+            // The client's messages for failed connects start "connect to", "connecting to" or
+            // "cannot resolve"; anything else broke an open connection.
+            let connecting = e.message.hasPrefix("connect") || e.message.hasPrefix("cannot resolve")
+            Output.err((connecting ? "Could not connect to Cairn at " : "Lost the connection to Cairn at ")
+                       + "\(address): \(Self.reason(e.message))\n")
             return Self.connectionFailure
         case let e as CairnClientError where e.code == .server:
             Output.err("Cairn at \(address) refused the session: \(e.prefix) \(e.message)\n")
