@@ -5,8 +5,10 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
+# Every target folder the manifest names must exist, even for targets not built here.
 COPY Sources ./Sources
 COPY Tests ./Tests
+COPY Fuzz ./Fuzz
 RUN swift build -c release --product cairnd \
     && cp "$(swift build -c release --show-bin-path)/cairnd" /usr/local/bin/ \
     && mkdir -p /out/swift && cp /usr/lib/swift/linux/*.so* /out/swift/ 2>/dev/null || true

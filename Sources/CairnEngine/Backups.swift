@@ -257,7 +257,7 @@ extension Engine {
             failure = CommandError("ERR", "restoring backup \(id) failed; see the server log")
         }
         do {
-            let (db, families, defaultFamily) = try Engine.openDatabase(configuration)
+            let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats)
             database = db
             self.families.withLock { $0 = families }
             self.defaultFamily = defaultFamily

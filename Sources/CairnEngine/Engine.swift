@@ -14,7 +14,7 @@ public import Synchronization
 public final class Engine: @unchecked Sendable {
     public let logger: Logger
     public let clients = ClientRegistry()
-    public let stats = EngineStats()
+    public let stats: EngineStats
     public let table: CommandTable
     let locks = KeyLocks()
     let scanCursors = ScanCursors()
@@ -48,7 +48,9 @@ public final class Engine: @unchecked Sendable {
         self.guardrails = Guardrails(configuration)
         self.syncWrites = Atomic(configuration.appendfsync == .always)
         self.table = CommandTable.standard
-        let (db, families, defaultFamily) = try Engine.openDatabase(configuration)
+        let stats = EngineStats()
+        self.stats = stats
+        let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats)
         self.database = db
         self.families = Mutex(families)
         self.defaultFamily = defaultFamily
@@ -67,16 +69,17 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Every family's options: the engine's merge operator and the expiry compaction filter.
-    package static func familyOptions(_ name: String) -> ColumnFamilyOptions {
+    /// `stats`, when given, counts the expired values compaction drops.
+    package static func familyOptions(_ name: String, stats: EngineStats? = nil) -> ColumnFamilyOptions {
         var o = ColumnFamilyOptions()
         o.mergeOperator = EngineMergeOperator()
-        o.compactionFilter = ExpiryCompactionFilter()
+        o.compactionFilter = ExpiryCompactionFilter(stats: stats)
         return o
     }
 
-    static func openDatabase(_ c: Configuration) throws -> (Database, [String: Family], Family) {
+    static func openDatabase(_ c: Configuration, stats: EngineStats) throws -> (Database, [String: Family], Family) {
         try makeDirectory(c.dir)
-        let db = try Database.open(at: c.dir, options: databaseOptions(c), familyOptions: familyOptions)
+        let db = try Database.open(at: c.dir, options: databaseOptions(c)) { familyOptions($0, stats: stats) }
         let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)
         var families: [String: Family] = [:]
         for handle in db.families where handle.name != metaFamilyName {

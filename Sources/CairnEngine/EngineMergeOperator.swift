@@ -105,11 +105,22 @@ public enum MergeKind: UInt8, Sendable, CaseIterable {
 public struct ExpiryCompactionFilter: CompactionFilter {
     public var name: String { "cairn.expiry.v1" }
     let clock: @Sendable () -> Int64
+    /// Counts drops (`expired_values_compacted`): an upper bound on keys expired this way, as a
+    /// value whose key the sweep already deleted may still pass through a later compaction.
+    let stats: EngineStats?
 
-    public init(clock: @escaping @Sendable () -> Int64 = Clock.milliseconds) { self.clock = clock }
+    public init(clock: @escaping @Sendable () -> Int64 = Clock.milliseconds, stats: EngineStats? = nil) {
+        self.clock = clock
+        self.stats = stats
+    }
 
+    /// `.remove` turns the entry into a tombstone (RocksDB's CompactionIterator), so an older
+    /// version of the key in a lower level cannot resurface.
     public func filter(level: Int, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> CompactionDecision {
-        if let header = ValueFormat.header(of: value), header.isExpired(now: clock()) { return .remove }
+        if let header = ValueFormat.header(of: value), header.isExpired(now: clock()) {
+            stats?.expiredValuesCompacted.increment()
+            return .remove
+        }
         return .keep
     }
 }

@@ -14,6 +14,8 @@ public final class EngineStats: Sendable {
     public let walSyncs = Atomic<Int>(0)
     /// Server-side iterators (ITER.OPEN) alive now; a gauge, not reset by CONFIG RESETSTAT.
     public let openIterators = Atomic<Int>(0)
+    /// Expired values the compaction filter dropped (see `ExpiryCompactionFilter`).
+    public let expiredValuesCompacted = Atomic<Int>(0)
     /// Range compactions the expiry sweep ran after emptying a large part of a family.
     public let sweepCompactions = Atomic<Int>(0)
 
@@ -31,6 +33,7 @@ public final class EngineStats: Sendable {
         netOutputBytes.store(0, ordering: .relaxed)
         walSyncs.store(0, ordering: .relaxed)
         sweepCompactions.store(0, ordering: .relaxed)
+        expiredValuesCompacted.store(0, ordering: .relaxed)
     }
 }
 

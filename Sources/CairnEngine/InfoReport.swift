@@ -82,6 +82,7 @@ enum InfoReport {
                 ("rejected_connections", String(stats.rejectedConnections.value)),
                 ("expired_keys", String(stats.expiredKeys.value)),
                 ("expire_sweep_compactions", String(stats.sweepCompactions.value)),
+                ("expired_values_compacted", String(stats.expiredValuesCompacted.value)),
                 ("evicted_keys", "0"),
                 ("keyspace_hits", String(stats.keyspaceHits.value)),
                 ("keyspace_misses", String(stats.keyspaceMisses.value)),

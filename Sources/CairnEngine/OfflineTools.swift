@@ -68,7 +68,7 @@ public enum OfflineTools {
         try requireDatabase(configuration.dir)
         var options = Engine.databaseOptions(configuration)
         options.readOnly = true
-        let db = try Database.open(at: configuration.dir, options: options, familyOptions: Engine.familyOptions)
+        let db = try Database.open(at: configuration.dir, options: options, familyOptions: { Engine.familyOptions($0) })
         defer { try? db.close() }
         let meta = db.family(named: Engine.metaFamilyName)
         let now = Clock.milliseconds()
@@ -104,7 +104,7 @@ public enum OfflineTools {
     /// message.
     static func openExclusive(_ configuration: Configuration, purpose: String) throws -> Database {
         do {
-            return try Database.open(at: configuration.dir, options: Engine.databaseOptions(configuration), familyOptions: Engine.familyOptions)
+            return try Database.open(at: configuration.dir, options: Engine.databaseOptions(configuration), familyOptions: { Engine.familyOptions($0) })
         } catch let error as StorageError where error.code == .busy || error.message.contains("lock") {
             throw Failure("the data directory \(configuration.dir) is in use (a running cairnd holds its LOCK); \(purpose)")
         }

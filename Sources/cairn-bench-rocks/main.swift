@@ -63,7 +63,7 @@ let args = BenchArguments(CommandLine.arguments)
 let config = Configuration()
 var options = Engine.databaseOptions(config)
 if let ratio = args.memtableBloomRatio { options.memtableBloomRatio = ratio }
-let db = try Database.open(at: args.dir, options: options, familyOptions: Engine.familyOptions)
+let db = try Database.open(at: args.dir, options: options, familyOptions: { Engine.familyOptions($0) })
 // The server stores every value behind its header; so does the benchmark.
 let value = ValueFormat.encode([UInt8](repeating: UInt8(ascii: "x"), count: args.valueSize))
 

@@ -163,7 +163,9 @@ import Testing
         } catch let error as CairnClientError {
             #expect(error.code == .timeout)
         }
-        #expect(ContinuousClock.now - start < .seconds(5))
+        // Without the timeout a silent server would hold the request forever; the bound is
+        // loose because the whole suite runs in parallel on two cores.
+        #expect(ContinuousClock.now - start < .seconds(15))
     }
 
     @Test func cancellingARequestEndsItPromptly() async throws {
@@ -180,7 +182,8 @@ import Testing
         } catch let error as CairnClientError {
             #expect(error.code == .cancelled)
         }
-        #expect(ContinuousClock.now - start < .seconds(2))
+        // Well before the 30 s command timeout would end it; loose for a loaded parallel run.
+        #expect(ContinuousClock.now - start < .seconds(10))
     }
 
     @Test func authentication() async throws {

@@ -73,20 +73,26 @@ def test_million_keys_expire_everywhere_and_space_comes_back(fresh_server):
     assert_nothing_visible(c, sample)
     c.set("keep", "still here")
 
-    # The sweep deletes them and compacts: the directory shrinks with no COMPACT.
+    # The sweep deletes them and compacts: the directory shrinks with no COMPACT. (Compactions
+    # during the load may already have dropped some through the expiry compaction filter.)
     deadline = time.time() + 180
     size = peak
     while time.time() < deadline:
         size = directory_bytes(data_dir)
-        if c.info("stats")["expired_keys"] >= KEYS and size < peak // 10:
+        if size < peak // 10:
             break
         time.sleep(1)
     reclaimed = time.time()
+    stats = c.info("stats")
     print(f"\n1,000,000 keys, EX 2: load {loaded - started:.1f}s, data dir {peak / 2**20:.1f} MiB after load, "
           f"{size / 2**20:.1f} MiB {reclaimed - loaded:.1f}s after the load ended "
-          f"(expired_keys={c.info('stats')['expired_keys']}, "
-          f"sweep compactions={c.info('stats')['expire_sweep_compactions']})", file=sys.stderr)
-    assert c.info("stats")["expired_keys"] == KEYS, "every key deleted by the sweep, none read"
+          f"(expired_keys={stats['expired_keys']}, expired_values_compacted={stats['expired_values_compacted']}, "
+          f"sweep compactions={stats['expire_sweep_compactions']})", file=sys.stderr)
     assert size < peak // 10, f"data directory still {size} bytes of a {peak}-byte peak"
+    stats = c.info("stats")
+    # Every key went by the sweep (or a read of the sample) or by the compaction filter.
+    assert stats["expired_keys"] + stats["expired_values_compacted"] >= KEYS
+    assert stats["expired_keys"] > KEYS // 2, "the sweep, not luck, did most of the work"
+    assert c.info("keyspace").get("db0", {}).get("keys", 0) <= 10
     assert c.get("keep") == b"still here"
     assert c.dbsize() == 1

@@ -96,7 +96,7 @@ enum FamilyCommands {
         guard !name.isEmpty, name != Engine.metaFamilyName, !name.contains(where: { $0 == " " || $0 == "\n" }) else {
             throw CommandError("ERR", "invalid column family name '\(name)'")
         }
-        var options = Engine.familyOptions(name)
+        var options = Engine.familyOptions(name, stats: call.engine.stats)
         var merge: MergeKind? = nil
         var i = 2
         while i + 1 < call.count {
