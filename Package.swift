@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "cairn-example", targets: ["cairn-example"]),
         .executable(name: "cairn-client-bench", targets: ["cairn-client-bench"]),
         .executable(name: "cairnd", targets: ["cairnd"]),
+        .executable(name: "cairn-cli", targets: ["cairn-cli"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -58,6 +59,22 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // libedit's readline interface for cairn-cli's prompt (Debian libedit-dev).
+        .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        // cairn-cli's testable parts: reply formatting, help, admin subcommands, --pipe.
+        .target(
+            name: "CairnCLIKit",
+            dependencies: ["RESP", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "cairn-cli",
+            dependencies: [
+                "CairnCLIKit", "CairnClient", "RESP", "CEditLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // The embedded engine's put/get rates with the server's options, for scripts/bench.
         .executableTarget(
             name: "cairn-bench-rocks", dependencies: ["CairnEngine", "Rocks"], swiftSettings: strictSettings
@@ -83,5 +100,6 @@ let package = Package(
             name: "CairnClientTests", dependencies: ["CairnClient", "RESP", "CairnTestSupport"],
             swiftSettings: strictSettings
         ),
+        .testTarget(name: "CairnCLITests", dependencies: ["CairnCLIKit", "RESP"], swiftSettings: strictSettings),
     ]
 )

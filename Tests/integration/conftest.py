@@ -1,6 +1,7 @@
 """Fixtures that start the real cairnd binary on a free port with a fresh data directory.
 
-CAIRND names the binary (scripts/test sets it); by default .build/debug/cairnd.
+CAIRND names the binary (scripts/test sets it); by default .build/debug/cairnd. CAIRN_CLI names
+the cairn-cli binary the same way; by default .build/debug/cairn-cli.
 """
 import os
 import signal
@@ -14,6 +15,7 @@ import redis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.environ.get("CAIRND", os.path.join(ROOT, ".build", "debug", "cairnd"))
+CLI = os.environ.get("CAIRN_CLI", os.path.join(ROOT, ".build", "debug", "cairn-cli"))
 
 
 class Cairnd:
