@@ -1,7 +1,7 @@
 # Build stage: Debian bookworm with the Swift toolchain and RocksDB headers.
 FROM swift:6.1-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
-        librocksdb-dev libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev \
+        librocksdb-dev libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev libedit-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -9,17 +9,18 @@ COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
 COPY Fuzz ./Fuzz
-RUN swift build -c release --product cairnd \
-    && cp "$(swift build -c release --show-bin-path)/cairnd" /usr/local/bin/ \
+RUN swift build -c release --product cairnd && swift build -c release --product cairn-cli \
+    && cp "$(swift build -c release --show-bin-path)/cairnd" "$(swift build -c release --show-bin-path)/cairn-cli" /usr/local/bin/ \
     && mkdir -p /out/swift && cp /usr/lib/swift/linux/*.so* /out/swift/ 2>/dev/null || true
 
 # Runtime stage: only the RocksDB runtime library and the Swift runtime.
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends librocksdb7.8 ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends librocksdb7.8 libedit2 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --home /data --shell /usr/sbin/nologin cairn \
     && mkdir -p /data && chown cairn:cairn /data
-COPY --from=build /usr/local/bin/cairnd /usr/local/bin/
+# cairn-cli too, for `docker exec -it <container> cairn-cli`.
+COPY --from=build /usr/local/bin/cairnd /usr/local/bin/cairn-cli /usr/local/bin/
 COPY --from=build /out/swift/ /usr/lib/swift/linux/
 COPY config/cairn.conf /etc/cairn/cairn.conf
 ENV LD_LIBRARY_PATH=/usr/lib/swift/linux
