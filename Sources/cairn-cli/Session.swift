@@ -53,6 +53,11 @@ final class Session {
         }
     }
 
+    /// `SHUTDOWN` without `ABORT`: a closed connection is its success.
+    static func isShutdown(_ words: [String]) -> Bool {
+        words.first?.uppercased() == "SHUTDOWN" && !words.contains { $0.uppercased() == "ABORT" }
+    }
+
     /// `connect to h:p failed: Connection refused` → `Connection refused`.
     static func reason(_ message: String) -> String {
         guard let r = message.range(of: "failed: ") else { return message }
@@ -72,6 +77,9 @@ final class Session {
             let reply = try await send([words.map { Array($0.utf8) }])[0]
             Output.reply(reply, format)
             if case .error = reply { return 1 }
+            return 0
+        } catch let error as CairnClientError where error.code == .connection && Self.isShutdown(words) {
+            // The server closing the connection is SHUTDOWN succeeding (redis-cli prints nothing).
             return 0
         } catch {
             return report(error)

@@ -434,3 +434,11 @@ def test_interactive_prompt_when_the_server_is_down(tmp_path):
         t.wait_exit()
     finally:
         t.close()
+
+
+def test_shutdown_one_shot_succeeds_quietly(fresh_server):
+    s = fresh_server()
+    result = cli(s, "SHUTDOWN")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b"" and result.stderr == b""
+    assert s.process.wait(10) == 0
