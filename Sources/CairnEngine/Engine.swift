@@ -282,6 +282,53 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
+    /// True for a plain `GET key` that may run grouped with its neighbours (`executePlainGets`):
+    /// authenticated, outside MULTI, allowed to read.
+    @inline(__always)
+    public func isPlainGet(_ argv: [[UInt8]], session: Session) -> Bool {
+        argv.count == 2 && argv[0].isKeyword("GET") && session.authenticated && !session.inTransaction
+            && session.permissions.contains(.read)
+    }
+
+    /// Runs consecutive plain GETs of one read as one RocksDB batched MultiGet: one pass over
+    /// memtables and table files for the group, all read at one sequence number (as if they ran
+    /// back to back with no write between, which a pipeline allows), values copied once, from
+    /// RocksDB's pinned memory into the replies. Expired values read as missing; the sweep
+    /// deletes them. Writing stops once `out` holds more than `stopPast` bytes: the caller
+    /// closes a client whose replies pass its output limit, so the rest would never be sent,
+    /// and memory stays bounded by the limit plus one value.
+    public func executePlainGets(_ requests: [[[UInt8]]], session: Session, out: inout RESPWriter, stopPast: Int = .max) {
+        guard requests.count > 1 else {
+            execute(requests[0], session: session, out: &out)
+            return
+        }
+        stats.commandsProcessed.increment(by: requests.count)
+        var options = ReadOptions()
+        options.snapshot = session.readSnapshot?.snapshot
+        let handle = session.family.handle
+        let now = Clock.milliseconds()
+        do {
+            let hits = try storage("grouped GET") {
+                try database.withValues(forKeys: requests.map { $0[1] }, in: handle, options: options) { values in
+                    var hits = 0
+                    for value in values where out.bytes.count <= stopPast {
+                        if let value, let h = ValueFormat.header(of: value), !h.isExpired(now: now) {
+                            out.bulk(UnsafeRawBufferPointer(rebasing: value[h.payloadOffset...]))
+                            hits += 1
+                        } else {
+                            out.null()
+                        }
+                    }
+                    return hits
+                }
+            }
+            stats.keyspaceHits.increment(by: hits)
+            stats.keyspaceMisses.increment(by: requests.count - hits)
+        } catch {
+            for _ in requests { reply(error, to: &out) }
+        }
+    }
+
     /// Runs an already-checked command; used by EXEC for each queued request too.
     func run(_ command: Command, _ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
         let call = Call(engine: self, session: session, argv: argv, name: command.name)

@@ -133,6 +133,8 @@ final class Connection: @unchecked Sendable {
     ///
     /// Consecutive plain `SET key value` requests of one read are written as one RocksDB write
     /// batch (`Engine.executePlainSets`): same replies, same order, one WAL write for the group.
+    /// Consecutive plain `GET key` requests are read with one batched MultiGet
+    /// (`Engine.executePlainGets`).
     private func process() {
         let engine = worker.engine
         while !closed && !awaitingDeferred {
@@ -151,16 +153,12 @@ final class Connection: @unchecked Sendable {
             let replyStart = base + writer.bytes.count
             writer.version = session.protocolVersion
             if engine.isPlainSet(argv, session: session) {
-                var group = [argv]
-                while group.count < Connection.maxGroupedSets, let next = nextRequest() {
-                    if engine.isPlainSet(next, session: session) {
-                        group.append(next)
-                    } else {
-                        lookahead = next
-                        break
-                    }
-                }
-                engine.executePlainSets(group, session: session, out: &writer)
+                engine.executePlainSets(group(from: argv, while: engine.isPlainSet), session: session, out: &writer)
+            } else if engine.isPlainGet(argv, session: session) {
+                let limit = worker.limits.outputBufferLimit
+                engine.executePlainGets(
+                    group(from: argv, while: engine.isPlainGet), session: session, out: &writer,
+                    stopPast: limit > 0 ? sent + limit : .max)
             } else {
                 engine.execute(argv, session: session, out: &writer)
             }
@@ -230,11 +228,25 @@ final class Connection: @unchecked Sendable {
         process()
     }
 
-    /// A request held back while grouping SETs.
+    /// `first` and the requests right after it that `belongs` accepts (at most
+    /// `maxGrouped`); the first that does not waits in `lookahead`.
+    private func group(from first: [[UInt8]], while belongs: ([[UInt8]], Session) -> Bool) -> [[[UInt8]]] {
+        var group = [first]
+        while group.count < Connection.maxGrouped, let next = nextRequest() {
+            guard belongs(next, session) else {
+                lookahead = next
+                break
+            }
+            group.append(next)
+        }
+        return group
+    }
+
+    /// A request held back while grouping.
     private var lookahead: [[UInt8]]? = nil
     /// A protocol error met while looking ahead; reported after the requests before it ran.
     private var protocolError: RESPProtocolError? = nil
-    static let maxGroupedSets = 1024
+    static let maxGrouped = 1024
 
     private func nextRequest() -> [[UInt8]]? {
         if let l = lookahead {

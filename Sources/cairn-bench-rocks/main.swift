@@ -78,6 +78,18 @@ var found = 0
 let getSeconds = try seconds {
     for _ in 0..<args.requests where try db.get(keys.next()) != nil { found += 1 }
 }
+// Pipelined reads as the server could serve them: 16 keys per RocksDB MultiGet.
+keys = KeyGenerator(state: 0x9E37_79B9_7F4A_7C15, keyspace: UInt64(args.keyspace))
+var foundBatched = 0
+let batchedSeconds = try seconds {
+    var batch: [[UInt8]] = []
+    batch.reserveCapacity(16)
+    for _ in 0..<(args.requests / 16) {
+        batch.removeAll(keepingCapacity: true)
+        for _ in 0..<16 { batch.append(keys.next()) }
+        foundBatched += try db.withValues(forKeys: batch) { $0.reduce(0) { $1 == nil ? $0 : $0 + 1 } }
+    }
+}
 try db.close()
 try? FileManager.default.removeItem(atPath: args.dir)
 
@@ -85,5 +97,6 @@ print(
     """
     {"requests": \(args.requests), "keyspace": \(args.keyspace), "value_size": \(args.valueSize), \
     "put_ops": \(Int(Double(args.requests) / putSeconds)), "get_ops": \(Int(Double(args.requests) / getSeconds)), \
-    "get_found": \(found)}
+    "get_found": \(found), "multiget16_ops": \(Int(Double(args.requests / 16 * 16) / batchedSeconds)), \
+    "multiget16_found": \(foundBatched)}
     """)

@@ -98,16 +98,67 @@ def test_idle_timeout_closes_quiet_clients(fresh_server):
     assert 0.5 < time.time() - start < 5
 
 
+def wait_until_disconnected(c, accepted_before, timeout=20):
+    """Waits until the server accepted one more connection than `accepted_before` and is back
+    to `c` alone. (A socket is connected before the server's accept handler registers it, so
+    counting clients right away can miss it.)"""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if (c.info("stats")["total_connections_received"] > accepted_before
+                and c.info("clients")["connected_clients"] == 1):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def test_client_that_never_reads_is_disconnected_at_output_limit(fresh_server):
     s = fresh_server("--client-output-buffer-limit", "1mb")
     c = s.client()
     c.set("big", b"x" * (512 * 1024))
+    accepted = c.info("stats")["total_connections_received"]
     hog = socket.create_connection(("127.0.0.1", s.port))
     hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     # Many GETs of a 512 KiB value in one go, never reading the replies.
     hog.sendall(b"GET big\r\n" * 200)
-    deadline = time.time() + 20
-    while time.time() < deadline and len(c.client_list()) > 1:
-        time.sleep(0.1)
-    assert len(c.client_list()) == 1, "the client that never reads was disconnected"
+    assert wait_until_disconnected(c, accepted), "the client that never reads was disconnected"
     assert c.get("big") == b"x" * (512 * 1024), "other clients keep working"
+
+
+def test_pipelined_gets_and_sets_keep_their_order(server):
+    """Runs of plain GETs are read as one MultiGet and runs of SETs written as one batch; a
+    pipeline mixing them must still answer as if each ran alone, in order."""
+    c = server.client()
+    c.delete("pa", "pb")
+    with c.pipeline(transaction=False) as p:
+        p.get("pa").get("pb").set("pa", "1").get("pa").get("pb").get("pa")
+        p.set("pb", "2").set("pa", "3").get("pa").get("pb").delete("pa").get("pa").get("pb")
+        replies = p.execute()
+    assert replies == [None, None, True, b"1", None, b"1", True, True, b"3", b"2", 1, None, b"2"]
+    # A long run of GETs, mostly misses, in one write.
+    with c.pipeline(transaction=False) as p:
+        for i in range(3000):
+            p.get(f"pg:{i}" if i % 3 else "pb")
+        replies = p.execute()
+    assert replies == [b"2" if i % 3 == 0 else None for i in range(3000)]
+
+
+def test_pipelined_gets_of_a_big_value_stop_at_the_output_limit(fresh_server):
+    """A run of GETs is answered as one group; its replies still stop at the output limit, so
+    a client asking for far more than the limit costs the server about the limit, not more."""
+    s = fresh_server("--client-output-buffer-limit", "8mb")
+    c = s.client()
+    c.set("big", b"x" * (4 * 1024 * 1024))
+    pid = s.process.pid
+
+    def rss():
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+    before = rss()
+    accepted = c.info("stats")["total_connections_received"]
+    hog = socket.create_connection(("127.0.0.1", s.port))
+    hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    hog.sendall(b"GET big\r\n" * 1000)  # 4 GB of replies if nothing stopped them
+    assert wait_until_disconnected(c, accepted), "the client was disconnected at the output limit"
+    assert rss() - before < 200 * 1024 * 1024, "the server did not build the replies past the limit"
+    assert c.get("big") == b"x" * (4 * 1024 * 1024)
