@@ -4,6 +4,7 @@ import CairnServer
 import Dispatch
 import Foundation
 import Logging
+import Rocks
 
 /// `cairnd`: the Cairn server. Argument parsing and wiring only; the work is in CairnServer.
 @main
@@ -109,6 +110,9 @@ struct Serve: ParsableCommand {
     @OptionGroup var options: ServerOptions
 
     func run() throws {
+        // Before any thread starts: RocksDB's and Dispatch's threads would otherwise each get
+        // a malloc arena and fragment memory well past what is in use.
+        ProcessMemory.limitMallocArenas(to: 2)
         let config = try options.load()
         let level = Logger.Level(cairnName: config.loglevel) ?? .notice
         LoggingSystem.bootstrap { label in
