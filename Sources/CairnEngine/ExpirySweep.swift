@@ -177,18 +177,15 @@ public final class ExpirySweep: Sendable {
     private func reap(_ keys: [[UInt8]], in family: Family, engine: Engine, now: Int64) -> Int {
         guard !keys.isEmpty else { return 0 }
         return engine.locks.withLocks(keys, in: family) { () -> Int in
-            guard let current = try? engine.database.multiGet(keys, in: family.handle) else { return 0 }
             var batch = WriteBatch()
             var count = 0
-            for (key, value) in zip(keys, current) {
-                let stillExpired = value.map { v in
-                    v.withUnsafeBytes { ValueFormat.header(of: $0)?.isExpired(now: now) ?? false }
-                } ?? false
-                if stillExpired {
+            let checked = try? engine.database.withValues(forKeys: keys, in: family.handle) { values in
+                for (key, value) in zip(keys, values) where value.flatMap({ ValueFormat.header(of: $0) })?.isExpired(now: now) ?? false {
                     batch.delete(key, in: family.handle)
                     count += 1
                 }
             }
+            guard checked != nil else { return 0 }
             guard count > 0 else { return 0 }
             do {
                 try engine.database.write(batch, options: engine.writeOptions)
