@@ -312,8 +312,8 @@ public final class Engine: @unchecked Sendable {
                 try database.withValues(forKeys: requests.map { $0[1] }, in: handle, options: options) { values in
                     var hits = 0
                     for value in values where out.bytes.count <= stopPast {
-                        if let value, let h = ValueFormat.header(of: value), !h.isExpired(now: now) {
-                            out.bulk(UnsafeRawBufferPointer(rebasing: value[h.payloadOffset...]))
+                        if let payload = ValueFormat.livePayload(of: value, now: now) {
+                            out.bulk(payload)
                             hits += 1
                         } else {
                             out.null()

@@ -146,6 +146,8 @@ public final class ExpirySweep: Sendable {
             let reaped = reap(expired, in: family, engine: engine, now: now)
             deleted += reaped
             if reaped > 0 {
+                // Counted now, not at the end of the step: a compaction below can take seconds.
+                engine.stats.expiredKeys.increment(by: reaped)
                 pos.familyProgress.deleted += reaped
                 if pos.familyProgress.firstDeleted == nil { pos.familyProgress.firstDeleted = expired.first }
                 pos.familyProgress.lastDeleted = expired.last
@@ -169,7 +171,6 @@ public final class ExpirySweep: Sendable {
         }
         let final = pos
         position.withLock { $0 = final }
-        if deleted > 0 { engine.stats.expiredKeys.increment(by: deleted) }
         return deleted
     }
 

@@ -118,11 +118,11 @@ extension Call {
         if session.transaction != nil { return try keys.map { (k: [UInt8]) throws(CommandError) -> [UInt8]? in try read(k)?.payload } }
         let handle = family.handle
         let options = readOptions
-        let raw = try engine.storage("MGET") { try database.multiGet(keys, in: handle, options: options) }
         let now = now
-        return raw.map { value in
-            guard let value, let h = ValueFormat.header(of: value), !h.isExpired(now: now) else { return nil }
-            return Array(value[h.payloadOffset...])
+        return try engine.storage("MGET") {
+            try database.withValues(forKeys: keys, in: handle, options: options) { values in
+                values.map { ValueFormat.livePayload(of: $0, now: now).map { Array($0) } }
+            }
         }
     }
 

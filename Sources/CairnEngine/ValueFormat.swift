@@ -65,6 +65,13 @@ public enum ValueFormat {
         }
     }
 
+    /// The payload of a stored value that has not expired by `now`, in the value's own memory;
+    /// nil when the value is missing, expired, or not a Cairn value.
+    public static func livePayload(of value: UnsafeRawBufferPointer?, now: Int64) -> UnsafeRawBufferPointer? {
+        guard let value, let h = header(of: value), !h.isExpired(now: now) else { return nil }
+        return UnsafeRawBufferPointer(rebasing: value[h.payloadOffset...])
+    }
+
     /// The payload of a stored value (a copy), or nil when the value is not a Cairn value.
     public static func payload(of value: [UInt8]) -> [UInt8]? {
         guard let h = header(of: value) else { return nil }

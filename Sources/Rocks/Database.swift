@@ -292,42 +292,9 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         try multiGet(keys, in: family, options: .default)
     }
 
+    /// The values of `keys` (copies), nil where missing, all read at one sequence number.
     public func multiGet(_ keys: [[UInt8]], in family: ColumnFamily? = nil, options: ReadOptions) throws -> [[UInt8]?] {
-        guard !keys.isEmpty else { return [] }
-        let cf = try handle(family)
-        let n = keys.count
-        var values = [UnsafeMutablePointer<CChar>?](repeating: nil, count: n)
-        var sizes = [Int](repeating: 0, count: n)
-        var errs = [UnsafeMutablePointer<CChar>?](repeating: nil, count: n)
-        let cfs = [OpaquePointer?](repeating: cf, count: n)
-        let sizesIn = keys.map(\.count)
-        // Keep the key buffers alive as C strings for the call.
-        let copies = keys.map { k -> UnsafeMutablePointer<CChar> in
-            let p = UnsafeMutablePointer<CChar>.allocate(capacity: Swift.max(1, k.count))
-            k.withUnsafeBytes { if let b = $0.baseAddress { memcpy(p, b, k.count) } }
-            return p
-        }
-        defer { copies.forEach { $0.deallocate() } }
-        let pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) }
-        withReadOptions(options) { ro in
-            rocksdb_multi_get_cf(raw, ro, cfs, n, pointers, sizesIn, &values, &sizes, &errs)
-        }
-        var result: [[UInt8]?] = []
-        var failure: StorageError? = nil
-        for i in 0..<n {
-            if let e = errs[i] {
-                failure = StorageError(status: String(cString: e))
-                rocksdb_free(e)
-            }
-            if let v = values[i] {
-                result.append(Array(UnsafeRawBufferPointer(start: v, count: sizes[i])))
-                rocksdb_free(v)
-            } else {
-                result.append(nil)
-            }
-        }
-        if let failure { throw failure }
-        return result
+        try withValues(forKeys: keys, in: family, options: options) { values in values.map { $0.map { Array($0) } } }
     }
 
     /// Looks `keys` up in one family with RocksDB's batched MultiGet (one pass over memtables
