@@ -1,4 +1,4 @@
-public import ArgumentParser
+import ArgumentParser
 
 /// The admin subcommands: a lower-case first word `backup`, `info`, `scan` or `range`. Anything
 /// else (including `INFO`, `BACKUP.LIST`, `get k`) is sent to the server as a raw command.

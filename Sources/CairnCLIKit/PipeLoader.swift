@@ -1,5 +1,5 @@
 import Foundation
-public import RESP
+import RESP
 import Synchronization
 
 #if canImport(Glibc)

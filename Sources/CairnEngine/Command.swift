@@ -1,4 +1,4 @@
-public import RESP
+import RESP
 
 /// One entry of the command table: what `COMMAND` reports and what the dispatcher checks
 /// before calling the handler. The table is data; handlers live in `Commands/`, one file per family.

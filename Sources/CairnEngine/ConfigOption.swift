@@ -12,14 +12,14 @@ public struct ConfigOption: Sendable {
     }
 
     static func string(
-        _ name: String, mutable: Bool = true, _ path: WritableKeyPath<Configuration, String> & Sendable
+        _ name: String, mutable: Bool = true, _ path: any WritableKeyPath<Configuration, String> & Sendable
     ) -> ConfigOption {
         ConfigOption(name: name, mutable: mutable, get: { $0[keyPath: path] }, set: { $0[keyPath: path] = $1 })
     }
 
     static func int(
         _ name: String, mutable: Bool = true, min: Int = 0, max: Int = .max,
-        _ path: WritableKeyPath<Configuration, Int> & Sendable
+        _ path: any WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigOption {
         ConfigOption(name: name, mutable: mutable, get: { String($0[keyPath: path]) }) { config, text throws(CommandError) in
             guard let v = Int(text), v >= min, v <= max else { throw invalid(name, text) }
@@ -29,7 +29,7 @@ public struct ConfigOption: Sendable {
 
     static func double(
         _ name: String, mutable: Bool = true, _ range: ClosedRange<Double>,
-        _ path: WritableKeyPath<Configuration, Double> & Sendable
+        _ path: any WritableKeyPath<Configuration, Double> & Sendable
     ) -> ConfigOption {
         ConfigOption(name: name, mutable: mutable, get: { Bytes.humanDouble($0[keyPath: path]) }) { config, text throws(CommandError) in
             guard let v = Double(text), range.contains(v) else { throw invalid(name, text) }
@@ -38,7 +38,7 @@ public struct ConfigOption: Sendable {
     }
 
     static func bytes(
-        _ name: String, mutable: Bool = true, _ path: WritableKeyPath<Configuration, Int> & Sendable
+        _ name: String, mutable: Bool = true, _ path: any WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigOption {
         ConfigOption(name: name, mutable: mutable, get: { String($0[keyPath: path]) }) { config, text throws(CommandError) in
             guard let v = parseMemory(text), v >= 0 else { throw invalid(name, text) }

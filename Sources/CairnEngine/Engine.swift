@@ -115,6 +115,11 @@ public final class Engine: @unchecked Sendable {
 
     public var configuration: Configuration { config.withLock { $0 } }
 
+    /// Records the port the listener really bound, so `CONFIG GET port` answers it after `port 0`.
+    public func noteListeningPort(_ port: Int) {
+        config.withLock { $0.port = port }
+    }
+
     /// Applies a new configuration (CONFIG SET, already validated).
     func update(_ change: (inout Configuration) throws(CommandError) -> Void) throws(CommandError) {
         let updated = try config.withLock { (c: inout Configuration) throws(CommandError) -> Configuration in

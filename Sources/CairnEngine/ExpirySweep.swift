@@ -180,7 +180,7 @@ public final class ExpirySweep: Sendable {
         return engine.locks.withLocks(keys, in: family) { () -> Int in
             var batch = WriteBatch()
             var count = 0
-            let checked = try? engine.database.withValues(forKeys: keys, in: family.handle) { values in
+            let checked: Void? = try? engine.database.withValues(forKeys: keys, in: family.handle) { values in
                 for (key, value) in zip(keys, values) where value.flatMap({ ValueFormat.header(of: $0) })?.isExpired(now: now) ?? false {
                     batch.delete(key, in: family.handle)
                     count += 1

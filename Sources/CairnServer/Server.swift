@@ -61,6 +61,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         let (fd, bound) = try Socket.listen(host: config.bind, port: config.port)
         listenFD = fd
         port = bound
+        engine.noteListeningPort(bound)
         for w in workers { w.startIdleTimer() }
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
         source.setEventHandler { [unowned self] in self.acceptAll() }

@@ -53,6 +53,9 @@ def test_info_and_config(r):
     appendonly = r.config_get("appendonly")
     assert list(appendonly.values())[0] in ("yes", b"yes")
     assert r.config_set("timeout", 0) is True
+    # Started with --port 0: CONFIG GET answers the port it really listens on.
+    port = r.connection_pool.connection_kwargs["port"]
+    assert list(r.config_get("port").values())[0] in (str(port), str(port).encode())
     with pytest.raises(redis.ResponseError, match="can't set immutable config"):
         r.config_set("port", 1)
 
