@@ -251,10 +251,16 @@ extension Engine {
         logger.notice("restoring backup \(id) into \(configuration.dir)")
         var failure: CommandError? = nil
         do {
-            try be.restore(id, toDatabaseAt: configuration.dir)
+            try RestoreJournal.restore(id, from: be, into: configuration.dir)
         } catch {
-            logger.error("restoring backup \(id) failed: \(error); reopening the database as it is")
             failure = CommandError("ERR", "restoring backup \(id) failed; see the server log")
+            if RestoreJournal.pending(in: configuration.dir) != nil {
+                // Files may be gone: serving what is left would look like data loss. A restart
+                // finishes the restore (RestoreJournal).
+                logger.critical("restoring backup \(id) failed: \(error); the data directory is incomplete, so every command fails until cairnd restarts and finishes the restore")
+                throw CommandError("ERR", "restoring backup \(id) failed and left the data directory incomplete; restart cairnd to finish the restore (see the server log)")
+            }
+            logger.error("restoring backup \(id) failed before it changed anything: \(error); reopening the database as it is")
         }
         do {
             let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats)
@@ -310,18 +316,6 @@ enum BackupChecksums {
         }
     }
 
-    static func readFile(_ path: String) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else { return nil }
-        defer { fclose(f) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, f)
-            if n > 0 { out.append(contentsOf: chunk[0..<n]) }
-            if n < chunk.count { break }
-        }
-        return ferror(f) == 0 ? out : nil
-    }
 }
 
 /// CRC-32C (Castagnoli), as RocksDB's backup engine records it. Table-driven, no hardware path:

@@ -50,6 +50,7 @@ public final class Engine: @unchecked Sendable {
         self.table = CommandTable.standard
         let stats = EngineStats()
         self.stats = stats
+        try RestoreJournal.finishInterrupted(in: configuration.dir, logger: logger)
         let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats)
         self.database = db
         self.families = Mutex(families)
@@ -400,21 +401,6 @@ public final class Engine: @unchecked Sendable {
         case .corruption: CommandError("ERR", "storage corruption detected; see the server log")
         case .ioError: CommandError("ERR", "storage I/O error; see the server log")
         default: CommandError("ERR", "storage error; see the server log")
-        }
-    }
-}
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// Creates a directory and its parents if missing.
-func makeDirectory(_ path: String) throws {
-    var built = path.hasPrefix("/") ? "/" : ""
-    for part in path.split(separator: "/") {
-        built += part + "/"
-        if mkdir(built, 0o755) != 0 && errno != EEXIST {
-            throw StorageError(code: .ioError, message: "cannot create directory \(built): \(String(cString: strerror(errno)))")
         }
     }
 }

@@ -42,7 +42,8 @@ public enum OfflineTools {
     public static func restore(_ configuration: Configuration, id: UInt32?) throws -> BackupInfo {
         let dir = configuration.dir
         var st = stat()
-        if stat(dir + "/CURRENT", &st) == 0 {
+        // A directory an interrupted restore left is not a database yet: restore over it.
+        if stat(dir + "/CURRENT", &st) == 0 && RestoreJournal.pending(in: dir) == nil {
             let db = try openExclusive(configuration, purpose: "stop it first, or use BACKUP.RESTORE on the running server")
             try db.close()
         }
@@ -57,8 +58,7 @@ public enum OfflineTools {
         }
         try be.verify(chosen.id)
         try BackupChecksums.verify(backupDirectory: be.directory, id: chosen.id)
-        try makeDirectory(dir)
-        try be.restore(chosen.id, toDatabaseAt: dir)
+        try RestoreJournal.restore(chosen.id, from: be, into: dir)
         return chosen
     }
 
@@ -96,6 +96,9 @@ public enum OfflineTools {
     }
 
     static func requireDatabase(_ dir: String) throws {
+        if let pending = RestoreJournal.pending(in: dir) {
+            throw Failure("the restore of backup \(pending.backupID) into \(dir) did not finish; start cairnd (it finishes the restore) or run `cairnd restore` again")
+        }
         var st = stat()
         guard stat(dir + "/CURRENT", &st) == 0 else { throw Failure("no Cairn database in \(dir) (no CURRENT file)") }
     }

@@ -1,5 +1,6 @@
 """Backups, online restore, checkpoints and the offline tools, against the real cairnd."""
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -280,6 +281,51 @@ def test_offline_restore_into_a_new_directory_serves_the_data(fresh_server, tmp_
     assert "default: 500 keys" in offline("check", "--dir", str(tmp_path / "again")).stdout
     r = offline("check", "--dir", str(tmp_path / "nothing"), check=False)
     assert r.returncode == 1 and "no Cairn database" in r.stderr
+
+
+def test_a_restore_cut_short_by_a_crash_is_finished_at_startup(fresh_server):
+    s = fresh_server()
+    c = s.client()
+    a = write(c, "a", 300)
+    id1 = c.execute_command("BACKUP.CREATE")
+    write(c, "b", 300)
+    c.execute_command("BACKUP.CREATE")
+    s.stop(signal.SIGKILL)
+
+    # What a crash in the middle of restoring backup 1 leaves: the journal written before any
+    # file was touched, the old database's files partly deleted (CURRENT and MANIFEST first).
+    data = os.path.join(s.directory, "data")
+    with open(os.path.join(data, "RESTORE-IN-PROGRESS"), "w") as f:
+        f.write(f"{id1}\n{backup_dir(s)}\n")
+    for name in os.listdir(data):
+        if name == "CURRENT" or name.startswith("MANIFEST") or name.endswith(".sst"):
+            os.remove(os.path.join(data, name))
+
+    # The offline tools will not treat the directory as a database.
+    r = offline("check", "--dir", data, check=False)
+    assert r.returncode == 1 and f"restore of backup {id1}" in r.stderr and "did not finish" in r.stderr
+    r = offline("backup", "--dir", data, check=False)
+    assert r.returncode == 1 and "did not finish" in r.stderr
+
+    # Startup finishes the restore from the same backup: exactly A, and the journal is gone.
+    s.start()
+    c = s.client()
+    assert keys_and_values(c) == a
+    assert not os.path.exists(os.path.join(data, "RESTORE-IN-PROGRESS"))
+    assert "did not finish; finishing it" in open(os.path.join(s.directory, "cairnd.log")).read()
+
+
+def test_startup_refuses_a_journal_whose_backup_is_gone(fresh_server, tmp_path):
+    s = fresh_server()
+    c = s.client()
+    write(c, "a", 10)
+    s.stop()
+    data = os.path.join(s.directory, "data")
+    with open(os.path.join(data, "RESTORE-IN-PROGRESS"), "w") as f:
+        f.write(f"7\n{tmp_path / 'no-such-backups'}\n")
+    r = subprocess.run([BINARY, "--port", "0", "--dir", data], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert "interrupted restore of backup 7" in r.stdout + r.stderr and "cairnd restore" in r.stdout + r.stderr
 
 
 def test_checkpoint_is_an_openable_copy(fresh_server, tmp_path):

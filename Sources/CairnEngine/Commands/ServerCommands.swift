@@ -117,7 +117,7 @@ enum ConfigCommands {
                 throw CommandError("ERR", "The server is running without a config file")
             }
             let text = ConfigFile.render(call.engine.configuration)
-            guard writeFile(path, text) else {
+            guard writeFileAtomically(path, text) else {
                 throw CommandError("ERR", "Rewriting config file: \(String(cString: strerror(errno)))")
             }
             out.simpleString("OK")
@@ -129,15 +129,6 @@ enum ConfigCommands {
         },
     ]
 
-    /// Writes a file atomically (temporary file, fsync, rename).
-    static func writeFile(_ path: String, _ text: String) -> Bool {
-        let tmp = path + ".tmp"
-        guard let f = fopen(tmp, "w") else { return false }
-        let bytes = Array(text.utf8)
-        let ok = fwrite(bytes, 1, bytes.count, f) == bytes.count && fflush(f) == 0 && fsync(fileno(f)) == 0
-        fclose(f)
-        return ok && rename(tmp, path) == 0
-    }
 }
 
 /// COMMAND COUNT / INFO / DOCS / LIST / GETKEYS, answered from the command table.

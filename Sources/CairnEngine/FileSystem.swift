@@ -1,0 +1,49 @@
+import Rocks
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Small POSIX file helpers for the config file, backups and the restore journal.
+
+/// Creates a directory and its parents if missing.
+func makeDirectory(_ path: String) throws {
+    var built = path.hasPrefix("/") ? "/" : ""
+    for part in path.split(separator: "/") {
+        built += part + "/"
+        if mkdir(built, 0o755) != 0 && errno != EEXIST {
+            throw StorageError(code: .ioError, message: "cannot create directory \(built): \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+/// Writes a file atomically (temporary file, fsync, rename).
+func writeFileAtomically(_ path: String, _ text: String) -> Bool {
+    let tmp = path + ".tmp"
+    guard let f = fopen(tmp, "w") else { return false }
+    let bytes = Array(text.utf8)
+    let ok = fwrite(bytes, 1, bytes.count, f) == bytes.count && fflush(f) == 0 && fsync(fileno(f)) == 0
+    fclose(f)
+    return ok && rename(tmp, path) == 0
+}
+
+/// The whole file, or nil when it cannot be read.
+func readFile(_ path: String) -> [UInt8]? {
+    guard let f = fopen(path, "rb") else { return nil }
+    defer { fclose(f) }
+    var out: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let n = fread(&chunk, 1, chunk.count, f)
+        if n > 0 { out.append(contentsOf: chunk[0..<n]) }
+        if n < chunk.count { break }
+    }
+    return ferror(f) == 0 ? out : nil
+}
+
+/// Syncs a directory, so renames and unlinks in it survive a crash.
+func syncDirectory(_ path: String) -> Bool {
+    let fd = open(path, O_RDONLY | O_DIRECTORY)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    return fsync(fd) == 0
+}
