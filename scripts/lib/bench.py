@@ -86,6 +86,14 @@ class ServerUnderTest:
                     return int(line.split()[1]) * 1024
         return 0
 
+    def info_field(self, section, name):
+        out = subprocess.run(["redis-cli", "-p", str(self.port), "INFO", section],
+                             capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            if line.startswith(name + ":"):
+                return int(line.split(":", 1)[1])
+        return 0
+
     def config(self, name):
         out = subprocess.run(["redis-cli", "-p", str(self.port), "CONFIG", "GET", name],
                              capture_output=True, text=True, check=True).stdout.split()
@@ -156,6 +164,9 @@ def main():
                               f" {r['rps']:>12,.0f} ops/s  p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms",
                               file=sys.stderr)
         rss = {s.name: s.rss_bytes() for s in servers}
+        # Where Cairn's memory is: RocksDB's memtables and block cache, the rest is everything else.
+        rss_parts = {"memtables": cairn.info_field("memory", "rocksdb_memtables"),
+                     "block_cache": cairn.info_field("memory", "rocksdb_block_cache_usage")}
         budget = (int(cairn.config("block-cache-size") or 0) + 4 * int(cairn.config("write-buffer-size") or 0)
                   + 64 * MIB)
     finally:
@@ -178,13 +189,13 @@ def main():
             row["ratio"] = row["cairn_rps"] / row["redis_rps"] if row["redis_rps"] else 0.0
             rows.append(row)
 
-    report = render(args, rows, rss, budget, embedded)
+    report = render(args, rows, rss, rss_parts, budget, embedded)
     print(report)
     if not args.no_write:
         os.makedirs(args.out, exist_ok=True)
         results = {"parameters": {k: getattr(args, k) for k in
                                   ("rounds", "clients", "data_size", "keyspace", "requests", "requests_pipelined")},
-                   "rows": rows, "rss_bytes": rss, "cairn_rss_budget_bytes": budget, "embedded": embedded,
+                   "rows": rows, "rss_bytes": rss, "cairn_rss_parts_bytes": rss_parts, "cairn_rss_budget_bytes": budget, "embedded": embedded,
                    "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         with open(os.path.join(args.out, "results.json"), "w") as f:
             json.dump(results, f, indent=2)
@@ -193,7 +204,7 @@ def main():
         print(f"\nwrote {args.out}/results.json and {args.out}/chart.svg")
 
 
-def render(args, rows, rss, budget, embedded):
+def render(args, rows, rss, rss_parts, budget, embedded):
     lines = [f"redis-benchmark -c {args.clients} -d {args.data_size} -r {args.keyspace}, "
              f"-n {args.requests} at -P 1 and {args.requests_pipelined} pipelined; median of {args.rounds} "
              f"alternating rounds", "",
@@ -218,7 +229,9 @@ def render(args, rows, rss, budget, embedded):
         lines.append(f"server SET -P {set16['pipeline']} / embedded put: {set16['cairn_rps'] / embedded['put_ops']:.2f}"
                      " (target >= 0.80)")
     lines += ["", f"RSS after the run: Cairn {rss['Cairn'] / MIB:,.0f} MiB (budget {budget / MIB:,.0f} MiB = block cache"
-              f" + 4 memtables + 64 MiB), Redis {rss['Redis'] / MIB:,.0f} MiB"]
+              f" + 4 memtables + 64 MiB), Redis {rss['Redis'] / MIB:,.0f} MiB",
+              f"  of Cairn's: memtables {rss_parts['memtables'] / MIB:,.0f} MiB, block cache {rss_parts['block_cache'] / MIB:,.0f} MiB,"
+              f" the rest {(rss['Cairn'] - rss_parts['memtables'] - rss_parts['block_cache']) / MIB:,.0f} MiB"]
     return "\n".join(lines)
 
 
