@@ -62,19 +62,28 @@ struct FamilyCommands {
 }
 
 /// What a save found stored for one object, read under WATCH.
+///
+/// The entries the stored object owns are computed when it is read: a class instance decoded
+/// here may later be changed in place (nullify), and the entries to delete are the stored ones.
 enum StoredState {
+    struct Present {
+        var object: any StoredObject
+        var header: BodyHeader
+        var indexKeys: Set<[UInt8]>
+        var textKeys: Set<[UInt8]>
+        var referenceKeys: Set<[UInt8]>
+    }
+
     case absent
-    case present(object: any StoredObject, header: BodyHeader)
+    case present(Present)
 
-    var object: (any StoredObject)? {
-        if case .present(let object, _) = self { return object }
+    var present: Present? {
+        if case .present(let p) = self { return p }
         return nil
     }
 
-    var revision: UInt64? {
-        if case .present(_, let header) = self { return header.revision }
-        return nil
-    }
+    var object: (any StoredObject)? { present?.object }
+    var revision: UInt64? { present?.header.revision }
 }
 
 extension StoreSession {
@@ -252,7 +261,11 @@ final class SavePlan: @unchecked Sendable {
                 }
                 let m = try model(key)
                 let (object, header, _) = try store.codec.decode(body, model: m, objectKey: key.key)
-                stored[key] = .present(object: object, header: header)
+                stored[key] = .present(
+                    StoredState.Present(
+                        object: object, header: header, indexKeys: m.indexes.isEmpty ? [] : m.indexKeys(object),
+                        textKeys: m.textKeys(of: object, id: key.key),
+                        referenceKeys: m.relationships.isEmpty ? [] : m.referenceKeys(of: object, ownerKey: key.key)))
             }
         }
     }
@@ -319,7 +332,8 @@ final class SavePlan: @unchecked Sendable {
                 toRead.append(owner)
             }
         }
-        try await readStored(toRead, connection)
+        // Every owner rewritten is read (and WATCHed): its stored entries are the ones to replace.
+        try await readStored(owners.map(\.owner), connection)
         for owner in toRead where upserts[owner] == nil {
             guard let object = stored[owner]?.object else { continue }
             // Rewritten from what is stored: no revision expectation beyond the WATCH.
@@ -388,35 +402,35 @@ final class SavePlan: @unchecked Sendable {
             let json = try m.encodeJSON(object)
             let revision = (old.revision ?? 0) + 1
             set(m.objectFamily, key.key, try store.codec.encode(json: json, model: m, objectKey: key.key, revision: revision))
-            let oldObject = old.object
+            let before = old.present
             if !m.indexes.isEmpty {
-                let before = oldObject.map(m.indexKeys) ?? []
+                let previous = before?.indexKeys ?? []
                 let after = m.indexKeys(object)
-                del(m.indexFamily, before.subtracting(after))
-                for k in after.subtracting(before) { set(m.indexFamily, k, empty) }
+                del(m.indexFamily, previous.subtracting(after))
+                for k in after.subtracting(previous) { set(m.indexFamily, k, empty) }
             }
             if m.hasTextFields {
-                let before = oldObject.map { m.textKeys(of: $0, id: key.key) } ?? []
+                let previous = before?.textKeys ?? []
                 let after = m.textKeys(of: object, id: key.key)
-                del(m.textFamily, before.subtracting(after))
-                for k in after.subtracting(before) { set(m.textFamily, k, empty) }
+                del(m.textFamily, previous.subtracting(after))
+                for k in after.subtracting(previous) { set(m.textFamily, k, empty) }
             }
             if !m.relationships.isEmpty {
-                let before = oldObject.map { m.referenceKeys(of: $0, ownerKey: key.key) } ?? []
+                let previous = before?.referenceKeys ?? []
                 let after = m.referenceKeys(of: object, ownerKey: key.key)
-                del(store.refsFamily, before.subtracting(after))
-                for k in after.subtracting(before) { set(store.refsFamily, k, empty) }
+                del(store.refsFamily, previous.subtracting(after))
+                for k in after.subtracting(previous) { set(store.refsFamily, k, empty) }
             }
-            if oldObject == nil { counts[m.typeName, default: 0] += 1 }
+            if before == nil { counts[m.typeName, default: 0] += 1 }
             result.written[key] = SaveResult.Written(revision: revision, json: json, isClass: m.isClass, object: object)
         }
         for key in deletes {
-            guard let object = stored[key]?.object else { continue }
+            guard let old = stored[key]?.present else { continue }
             let m = try model(key)
             del(m.objectFamily, [key.key])
-            if !m.indexes.isEmpty { del(m.indexFamily, m.indexKeys(object)) }
-            if m.hasTextFields { del(m.textFamily, m.textKeys(of: object, id: key.key)) }
-            if !m.relationships.isEmpty { del(store.refsFamily, m.referenceKeys(of: object, ownerKey: key.key)) }
+            del(m.indexFamily, old.indexKeys)
+            del(m.textFamily, old.textKeys)
+            del(store.refsFamily, old.referenceKeys)
             counts[m.typeName, default: 0] -= 1
             result.deleted.append(key)
         }
