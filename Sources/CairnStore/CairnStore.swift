@@ -35,7 +35,11 @@ public final class CairnStore: Sendable {
     let hooks = Mutex(Hooks())
 
     private struct State {
+        /// By type name: the first Swift type registered under each name (owners found through
+        /// the reverse index are looked up by name).
         var models: [String: Model] = [:]
+        /// By Swift type: two types may share a name (an old and a new version of a model).
+        var modelsByType: [ObjectIdentifier: Model] = [:]
         var families: Set<String> = []
     }
 
@@ -175,20 +179,26 @@ public final class CairnStore: Sendable {
 
     /// The model of `type`, registering it (and creating its families) on first use.
     func model<T: StoredObject>(_ type: T.Type) async throws -> Model {
-        if let known = state.withLock({ $0.models[T.typeName] }) { return known }
+        if let known = state.withLock({ $0.modelsByType[ObjectIdentifier(T.self)] }) { return known }
         let model = Model(T.self, namespace: namespace)
         try await ensureFamily(model.objectFamily)
         if !model.indexes.isEmpty { try await ensureFamily(model.indexFamily) }
         if model.hasTextFields { try await ensureFamily(model.textFamily) }
         state.withLock { s in
             if s.models[T.typeName] == nil { s.models[T.typeName] = model }
+            if s.modelsByType[ObjectIdentifier(T.self)] == nil { s.modelsByType[ObjectIdentifier(T.self)] = model }
             return ()
         }
         // Targets of relationships must be known to cascade into them.
         for relationship in model.relationships where self.model(named: relationship.targetType.typeName) == nil {
             _ = try await self.model(relationship.targetType)
         }
-        return state.withLock { $0.models[T.typeName]! }
+        return state.withLock { $0.modelsByType[ObjectIdentifier(T.self)]! }
+    }
+
+    /// The model registered for the Swift type `type`, or nil.
+    func registeredModel(_ type: any StoredObject.Type) -> Model? {
+        state.withLock { $0.modelsByType[ObjectIdentifier(type)] }
     }
 
     /// The registered model called `typeName`, or nil.

@@ -121,7 +121,7 @@ extension StoreSession {
     private func collectChangedInstances() {
         for (key, seen) in seen where changes[key] == nil {
             guard let instance = seen.instance as? any StoredObject, let json = seen.json else { continue }
-            guard let model = store.model(named: key.type), let now = try? model.encodeJSON(instance), now != json else { continue }
+            guard let model = store.registeredModel(Swift.type(of: instance)), let now = try? model.encodeJSON(instance), now != json else { continue }
             changes[key] = Change(type: Swift.type(of: instance), kind: .update, object: instance)
             changeOrder.append(key)
         }
