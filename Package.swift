@@ -47,7 +47,9 @@ let package = Package(
                 "CairnClient", "RESP", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
-            swiftSettings: strictSettings
+            // A session is not Sendable: its async methods run on the caller's actor (SE-0461),
+            // so a session works from the main actor as well as from any task.
+            swiftSettings: strictSettings + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
         ),
         // The object-store benchmark (scripts/bench-store).
         .executableTarget(name: "cairn-store-bench", dependencies: ["CairnStore", "CairnClient"], swiftSettings: strictSettings),

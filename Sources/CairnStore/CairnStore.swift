@@ -175,6 +175,13 @@ public final class CairnStore: Sendable {
 
     func countKey(_ model: Model) -> String { "count:\(model.typeName)" }
 
+    /// Every object of `type` in id order, read `batchSize` at a time, outside any session: no
+    /// identity map and no revision tracking, so memory stays flat over millions of objects.
+    /// To change one, fetch it through a ``StoreSession``.
+    public func all<T: StoredObject>(_ type: T.Type, batchSize: Int = 1000) -> ObjectSequence<T> {
+        ObjectSequence(store: self, session: nil, batchSize: batchSize)
+    }
+
     // MARK: Models and families
 
     /// The model of `type`, registering it (and creating its families) on first use.

@@ -170,7 +170,7 @@ public final class StoreSession {
     /// Every object of `type` in id order, read `batchSize` at a time with `RANGE` as the loop
     /// asks for them.
     public func all<T: StoredObject>(_ type: T.Type, batchSize: Int = 1000) -> ObjectSequence<T> {
-        ObjectSequence(session: self, batchSize: batchSize)
+        ObjectSequence(store: store, session: self, batchSize: batchSize)
     }
 
     /// The number of stored objects of `type`.
@@ -197,37 +197,73 @@ public final class StoreSession {
     }
 }
 
-/// The objects of one type in id order, fetched a batch at a time. See ``StoreSession/all(_:batchSize:)``.
+/// The objects of one type in id order, fetched a batch at a time with `RANGE`; the next batch
+/// is requested while the current one is decoded. See ``StoreSession/all(_:batchSize:)`` and
+/// ``CairnStore/all(_:batchSize:)``.
 public struct ObjectSequence<T: StoredObject>: AsyncSequence {
     public typealias Element = T
-    let session: StoreSession
+    let store: CairnStore
+    /// Objects go through this session's identity map when there is one.
+    let session: StoreSession?
     let batchSize: Int
 
+    init(store: CairnStore, session: StoreSession?, batchSize: Int) {
+        precondition(batchSize > 0, "batchSize must be at least 1")
+        self.store = store
+        self.session = session
+        self.batchSize = batchSize
+    }
+
     public func makeAsyncIterator() -> Iterator {
-        Iterator(session: session, batchSize: batchSize)
+        Iterator(store: store, session: session, batchSize: batchSize)
     }
 
     public struct Iterator: AsyncIteratorProtocol {
-        let session: StoreSession
+        let store: CairnStore
+        let session: StoreSession?
         let batchSize: Int
         var low: RangeBound = .unbounded
         var page: [KeyValue] = []
         var index = 0
         var exhausted = false
         var model: Model?
+        var prefetch: Task<[KeyValue], any Error>?
+
+        init(store: CairnStore, session: StoreSession?, batchSize: Int) {
+            self.store = store
+            self.session = session
+            self.batchSize = batchSize
+        }
 
         public mutating func next() async throws -> T? {
             if index == page.count {
                 guard !exhausted else { return nil }
-                if model == nil { model = try await session.store.model(T.self) }
-                page = try await session.store.client.columnFamily(model!.objectFamily).range(low, .unbounded, limit: batchSize)
+                if model == nil { model = try await store.model(T.self) }
+                let family = store.client.columnFamily(model!.objectFamily)
+                let size = batchSize
+                if let prefetch {
+                    page = try await prefetch.value
+                    self.prefetch = nil
+                } else {
+                    page = try await family.range(low, .unbounded, limit: size)
+                }
                 index = 0
-                exhausted = page.count < batchSize
-                guard let last = page.last else { return nil }
-                low = .exclusive(last.key)
+                guard page.count == size, let last = page.last else {
+                    exhausted = true
+                    if page.isEmpty { return nil }
+                    return try decode(page[index])
+                }
+                let next = RangeBound.exclusive(last.key)
+                low = next
+                prefetch = Task { try await family.range(next, .unbounded, limit: size) }
             }
-            defer { index += 1 }
-            return try session.materialize(T.self, model: model!, key: page[index].key, body: page[index].value)
+            return try decode(page[index])
+        }
+
+        private mutating func decode(_ entry: KeyValue) throws -> T {
+            index += 1
+            if let session { return try session.materialize(T.self, model: model!, key: entry.key, body: entry.value) }
+            return try store.codec.decode(entry.value, model: model!, objectKey: entry.key).0 as! T
         }
     }
 }

@@ -32,6 +32,13 @@ extension DefaultKey where Value == String {
             try await fresh.save()
             #expect(try await store.count(Song.self) == 24)
             #expect(try await store.session().fetch(Song.self, id: "s003") == nil)
+            // Outside a session; 24 objects in pages of 6 ends on a full page.
+            var untracked: [String] = []
+            for try await song in store.all(Song.self, batchSize: 6) { untracked.append(song.id) }
+            #expect(untracked == (0..<25).filter { $0 != 3 }.map { String(format: "s%03d", $0) })
+            var one: [String] = []
+            for try await song in store.all(Song.self, batchSize: 1) { one.append(song.id) }
+            #expect(one == untracked)
         }
     }
 
