@@ -42,7 +42,7 @@ final class Model: @unchecked Sendable {
 
         encodeJSON = { object in
             do {
-                return Array(try JSONEncoder().encode(object as! T))
+                return Array(try JSONCoders.encoder.encode(object as! T))
             } catch {
                 throw CairnStoreError(.corruptObject, "\(T.typeName) does not encode as JSON: \(error)")
             }

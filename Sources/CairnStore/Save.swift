@@ -16,8 +16,8 @@ struct FamilyCommands {
 
     /// `DEL` of `deletes` and `MSET` of `sets`, in chunks, in `family` (sets win over deletes).
     mutating func write(_ family: String, sets: [([UInt8], [UInt8])], deletes: Set<[UInt8]>) {
-        let setKeys = Set(sets.map(\.0))
-        for chunk in Array(deletes.subtracting(setKeys)).sorted(by: { $0.lexicographicallyPrecedes($1) }).chunked(1000) {
+        let remaining = deletes.isEmpty ? [] : deletes.subtracting(Set(sets.map(\.0)))
+        for chunk in Array(remaining).sorted(by: { $0.lexicographicallyPrecedes($1) }).chunked(1000) {
             add(family, ["DEL"] + chunk.map { $0 as any RESPArgument })
         }
         for chunk in sets.chunked(1000) {

@@ -223,11 +223,11 @@ public struct ObjectSequence<T: StoredObject>: AsyncSequence {
         let session: StoreSession?
         let batchSize: Int
         var low: RangeBound = .unbounded
-        var page: [KeyValue] = []
+        var page = Page(entries: [], objects: [])
         var index = 0
         var exhausted = false
         var model: Model?
-        var prefetch: Task<[KeyValue], any Error>?
+        var prefetch: Task<Page, any Error>?
 
         init(store: CairnStore, session: StoreSession?, batchSize: Int) {
             self.store = store
@@ -235,35 +235,65 @@ public struct ObjectSequence<T: StoredObject>: AsyncSequence {
             self.batchSize = batchSize
         }
 
+        /// One page: the raw entries, and (outside a session) the objects decoded from them.
+        /// `@unchecked Sendable`: the objects are made by the task that loads the page and handed
+        /// over once, to the iterator.
+        struct Page: @unchecked Sendable {
+            var entries: [KeyValue]
+            var objects: [T]
+        }
+
         public mutating func next() async throws -> T? {
-            if index == page.count {
+            if index == page.entries.count {
                 guard !exhausted else { return nil }
                 if model == nil { model = try await store.model(T.self) }
                 let family = store.client.columnFamily(model!.objectFamily)
                 let size = batchSize
+                let decoding: (Model, BodyCodec)? = session == nil ? (model!, store.codec) : nil
                 if let prefetch {
                     page = try await prefetch.value
                     self.prefetch = nil
                 } else {
-                    page = try await family.range(low, .unbounded, limit: size)
+                    page = try await Iterator.load(family, from: low, size, decoding: decoding)
                 }
                 index = 0
-                guard page.count == size, let last = page.last else {
+                if page.entries.count == size, let last = page.entries.last {
+                    // Fetch (and decode) the next page while this one is consumed.
+                    let next = RangeBound.exclusive(last.key)
+                    low = next
+                    prefetch = Task { try await Iterator.load(family, from: next, size, decoding: decoding) }
+                } else {
                     exhausted = true
-                    if page.isEmpty { return nil }
-                    return try decode(page[index])
+                    if page.entries.isEmpty { return nil }
                 }
-                let next = RangeBound.exclusive(last.key)
-                low = next
-                prefetch = Task { try await family.range(next, .unbounded, limit: size) }
             }
-            return try decode(page[index])
+            defer { index += 1 }
+            if let session {
+                let entry = page.entries[index]
+                return try session.materialize(T.self, model: model!, key: entry.key, body: entry.value)
+            }
+            return page.objects[index]
         }
 
-        private mutating func decode(_ entry: KeyValue) throws -> T {
-            index += 1
-            if let session { return try session.materialize(T.self, model: model!, key: entry.key, body: entry.value) }
-            return try store.codec.decode(entry.value, model: model!, objectKey: entry.key).0 as! T
+        /// Reads a page; with `decoding`, decodes it too, split over the machine's cores (JSON
+        /// decoding costs several times the transfer).
+        @concurrent
+        static func load(_ family: ColumnFamily, from low: RangeBound, _ size: Int, decoding: (Model, BodyCodec)?) async throws -> Page {
+            let entries = try await family.range(low, .unbounded, limit: size)
+            guard let (model, codec) = decoding, !entries.isEmpty else { return Page(entries: entries, objects: []) }
+            let parts = Swift.max(1, Swift.min(ProcessInfo.processInfo.activeProcessorCount, entries.count / 64))
+            let chunks = entries.chunked((entries.count + parts - 1) / parts)
+            let decoded = try await withThrowingTaskGroup(of: (Int, Page).self) { group in
+                for (i, chunk) in chunks.enumerated() {
+                    group.addTask {
+                        (i, Page(entries: [], objects: try chunk.map { try codec.decode($0.value, model: model, objectKey: $0.key).0 as! T }))
+                    }
+                }
+                var parts = [[T]](repeating: [], count: chunks.count)
+                for try await (i, part) in group { parts[i] = part.objects }
+                return parts
+            }
+            return Page(entries: entries, objects: decoded.flatMap { $0 })
         }
     }
 }

@@ -18,7 +18,7 @@ public import Foundation
 ///
 /// Each type lives in its own column families, named after ``typeName``: objects in
 /// `NS.obj.TYPE`, index entries in `NS.idx.TYPE`, the full-text index in `NS.text.TYPE`.
-public protocol StoredObject: Codable {
+public protocol StoredObject: Codable, SendableMetatype {
     /// The identifier's type: `String`, `Int`, `UUID` or any ``IndexValue`` that is `Codable`.
     associatedtype ID: IndexValue & Hashable & Codable
 
@@ -79,7 +79,7 @@ public struct StoredBody: Sendable {
     /// - Throws: ``CairnStoreError/Code/corruptObject`` when it does not decode.
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
         do {
-            return try JSONDecoder().decode(T.self, from: json)
+            return try JSONCoders.decoder.decode(T.self, from: json)
         } catch {
             throw CairnStoreError(.corruptObject, "schema version \(schemaVersion) does not decode as \(T.self): \(error)")
         }
@@ -157,4 +157,11 @@ public struct TextField<T: StoredObject>: @unchecked Sendable {
     public init(_ keyPath: KeyPath<T, String?>) {
         text = { $0[keyPath: keyPath] }
     }
+}
+
+/// One JSON encoder and decoder for every object: making one per object costs more than
+/// decoding a small object. Both are `Sendable` and keep no state between calls.
+enum JSONCoders {
+    static let encoder = JSONEncoder()
+    static let decoder = JSONDecoder()
 }
