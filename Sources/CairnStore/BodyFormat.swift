@@ -1,21 +1,22 @@
 import Crypto
 import Foundation
 
-/// The stored form of an object: a 12-byte header, then the object's JSON, in the clear or
-/// sealed with AES-GCM.
+/// The stored form of an object: a 12-byte header, then the object's MessagePack encoding, in
+/// the clear or sealed with AES-GCM.
 ///
 /// ```
 /// byte 0      format (1)
 /// byte 1      flags: bit 0 = encrypted
 /// bytes 2-3   schema version the body was written with, big-endian
 /// bytes 4-11  revision: 1 when created, +1 on every save, big-endian
-/// bytes 12... JSON, or AES-GCM nonce (12) + ciphertext + tag (16) of the JSON
+/// bytes 12... MessagePack, or AES-GCM nonce (12) + ciphertext + tag (16) of it
 /// ```
 ///
-/// JSON, not a binary encoding: any `Codable` type works without extra code, migrations can
-/// read an old body as a dictionary or an old struct, and other languages' Redis clients can
-/// read the objects. The header keeps what the store needs (version, revision) readable
-/// without decoding or decrypting the body.
+/// MessagePack (``MessagePackEncoder``): self-describing like JSON, so any `Codable` type works
+/// without extra code and a migration can read an old body as an old struct or a dictionary;
+/// standard, so other languages' Redis and MessagePack libraries read the objects; and compact
+/// and quick to decode (several times faster than JSON here). The header keeps what the store
+/// needs (version, revision) readable without decoding or decrypting the body.
 struct BodyHeader: Equatable {
     static let size = 12
     static let currentFormat: UInt8 = 1
@@ -57,8 +58,8 @@ struct BodyHeader: Equatable {
 struct BodyCipher: @unchecked Sendable {
     let key: SymmetricKey
 
-    func seal(_ json: [UInt8], header: [UInt8], typeName: String, objectKey: [UInt8]) throws -> [UInt8] {
-        let box = try AES.GCM.seal(json, using: key, authenticating: context(header, typeName, objectKey))
+    func seal(_ plaintext: [UInt8], header: [UInt8], typeName: String, objectKey: [UInt8]) throws -> [UInt8] {
+        let box = try AES.GCM.seal(plaintext, using: key, authenticating: context(header, typeName, objectKey))
         guard let combined = box.combined else { throw CairnStoreError(.corruptObject, "AES-GCM gave no combined form") }
         return Array(combined)
     }
@@ -81,15 +82,15 @@ struct BodyCipher: @unchecked Sendable {
 struct BodyCodec: Sendable {
     let cipher: BodyCipher?
 
-    func encode(json: [UInt8], model: Model, objectKey: [UInt8], revision: UInt64) throws -> [UInt8] {
+    func encode(body: [UInt8], model: Model, objectKey: [UInt8], revision: UInt64) throws -> [UInt8] {
         let header = BodyHeader(
             flags: cipher == nil ? 0 : BodyHeader.encryptedFlag, schemaVersion: model.schemaVersion, revision: revision
         ).bytes
-        guard let cipher else { return header + json }
-        return header + (try cipher.seal(json, header: header, typeName: model.typeName, objectKey: objectKey))
+        guard let cipher else { return header + body }
+        return header + (try cipher.seal(body, header: header, typeName: model.typeName, objectKey: objectKey))
     }
 
-    /// The header and the JSON of a stored body.
+    /// The header and the (decrypted) MessagePack of a stored body.
     func open(_ body: [UInt8], model: Model, objectKey: [UInt8]) throws -> (BodyHeader, [UInt8]) {
         guard let header = BodyHeader(body) else {
             throw CairnStoreError(.corruptObject, "\(model.typeName) body has no valid header")
@@ -99,14 +100,14 @@ struct BodyCodec: Sendable {
         guard let cipher else {
             throw CairnStoreError(.passphraseRequired, "\(model.typeName) body is encrypted; open the store with its passphrase")
         }
-        let json = try cipher.open(payload, header: Array(body[0..<BodyHeader.size]), typeName: model.typeName, objectKey: objectKey)
-        return (header, json)
+        let plain = try cipher.open(payload, header: Array(body[0..<BodyHeader.size]), typeName: model.typeName, objectKey: objectKey)
+        return (header, plain)
     }
 
     /// The object in a stored body, migrated to the current schema when it is older.
     func decode(_ body: [UInt8], model: Model, objectKey: [UInt8]) throws -> (any StoredObject, BodyHeader, [UInt8]) {
-        let (header, json) = try open(body, model: model, objectKey: objectKey)
-        let object = try model.decodeJSON(header.schemaVersion, Data(json))
-        return (object, header, json)
+        let (header, plain) = try open(body, model: model, objectKey: objectKey)
+        let object = try model.decodeBody(header.schemaVersion, plain)
+        return (object, header, plain)
     }
 }

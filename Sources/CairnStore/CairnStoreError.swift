@@ -21,7 +21,7 @@ public struct CairnStoreError: Error, Sendable, Equatable, CustomStringConvertib
         public static let wrongPassphrase = Code("wrong passphrase")
         /// The store holds encrypted objects (or an encryption salt) and no passphrase was given.
         public static let passphraseRequired = Code("passphrase required")
-        /// A stored body could not be read: bad header, failed decryption, or JSON that does not
+        /// A stored body could not be read: bad header, failed decryption, or an encoding that does not
         /// decode into the type.
         public static let corruptObject = Code("corrupt object")
         /// The stored object's schema version is one the type cannot migrate from.

@@ -16,8 +16,8 @@ final class Model: @unchecked Sendable {
     let hasTextFields: Bool
     let relationships: [(name: String, rule: DeleteRule, targetType: any StoredObject.Type)]
 
-    let encodeJSON: (any StoredObject) throws -> [UInt8]
-    let decodeJSON: (_ version: Int, _ json: Data) throws -> any StoredObject
+    let encodeBody: (any StoredObject) throws -> [UInt8]
+    let decodeBody: (_ version: Int, _ bytes: [UInt8]) throws -> any StoredObject
     let idKey: (any StoredObject) -> [UInt8]
     let indexKeys: (any StoredObject) -> Set<[UInt8]>
     let terms: (any StoredObject) -> Set<String>
@@ -40,15 +40,15 @@ final class Model: @unchecked Sendable {
         hasTextFields = !textFields.isEmpty
         self.relationships = relationships.map { ($0.name, $0.deleteRule, $0.targetType) }
 
-        encodeJSON = { object in
+        encodeBody = { object in
             do {
-                return Array(try JSONCoders.encoder.encode(object as! T))
+                return try MessagePackEncoder().encode(object as! T)
             } catch {
-                throw CairnStoreError(.corruptObject, "\(T.typeName) does not encode as JSON: \(error)")
+                throw CairnStoreError(.corruptObject, "\(T.typeName) does not encode: \(error)")
             }
         }
-        decodeJSON = { version, json in
-            let body = StoredBody(schemaVersion: version, json: json)
+        decodeBody = { version, bytes in
+            let body = StoredBody(schemaVersion: version, bytes: bytes)
             if version == T.schemaVersion { return try body.decode(T.self) }
             return try T.migrate(from: body)
         }

@@ -20,7 +20,7 @@ public struct Reference<Target: StoredObject>: Codable, Hashable {
 }
 
 /// An ordered to-many relationship: the ids of `Target` objects in the order given. Stored as a
-/// JSON array of ids inside the owner, so the order survives every reload.
+/// array of ids inside the owner, so the order survives every reload.
 ///
 /// Resolve it with ``StoreSession/objects(_:)``, which reads the targets in batches (MGET).
 public struct ToMany<Target: StoredObject>: Codable, Hashable, RandomAccessCollection {

@@ -117,11 +117,11 @@ extension StoreSession {
         apply(result)
     }
 
-    /// Class instances read through the session whose JSON changed become updates.
+    /// Class instances read through the session whose encoding changed become updates.
     private func collectChangedInstances() {
         for (key, seen) in seen where changes[key] == nil {
-            guard let instance = seen.instance as? any StoredObject, let json = seen.json else { continue }
-            guard let model = store.registeredModel(Swift.type(of: instance)), let now = try? model.encodeJSON(instance), now != json else { continue }
+            guard let instance = seen.instance as? any StoredObject, let encoded = seen.encoded else { continue }
+            guard let model = store.registeredModel(Swift.type(of: instance)), let now = try? model.encodeBody(instance), now != encoded else { continue }
             changes[key] = Change(type: Swift.type(of: instance), kind: .update, object: instance)
             changeOrder.append(key)
         }
@@ -133,13 +133,13 @@ extension StoreSession {
             var entry = seen[key] ?? Seen()
             entry.revision = written.revision
             if written.isClass {
-                entry.json = written.json
+                entry.encoded = written.encoded
                 entry.instance = written.object as AnyObject
             }
             seen[key] = entry
         }
         for key in result.deleted {
-            seen[key] = Seen(revision: nil, json: nil, instance: nil)
+            seen[key] = Seen(revision: nil, encoded: nil, instance: nil)
         }
         discardChanges()
     }
@@ -148,7 +148,7 @@ extension StoreSession {
 struct SaveResult: Sendable {
     struct Written: @unchecked Sendable {  // the object goes back to the session's own task
         var revision: UInt64
-        var json: [UInt8]
+        var encoded: [UInt8]
         var isClass: Bool
         var object: any StoredObject
     }
@@ -399,9 +399,9 @@ final class SavePlan: @unchecked Sendable {
             let m = try model(key)
             let object = upserts[key]!.object!
             let old = stored[key] ?? .absent
-            let json = try m.encodeJSON(object)
+            let encoded = try m.encodeBody(object)
             let revision = (old.revision ?? 0) + 1
-            set(m.objectFamily, key.key, try store.codec.encode(json: json, model: m, objectKey: key.key, revision: revision))
+            set(m.objectFamily, key.key, try store.codec.encode(body: encoded, model: m, objectKey: key.key, revision: revision))
             let before = old.present
             if !m.indexes.isEmpty {
                 let previous = before?.indexKeys ?? []
@@ -422,7 +422,7 @@ final class SavePlan: @unchecked Sendable {
                 for k in after.subtracting(previous) { set(store.refsFamily, k, empty) }
             }
             if before == nil { counts[m.typeName, default: 0] += 1 }
-            result.written[key] = SaveResult.Written(revision: revision, json: json, isClass: m.isClass, object: object)
+            result.written[key] = SaveResult.Written(revision: revision, encoded: encoded, isClass: m.isClass, object: object)
         }
         for key in deletes {
             guard let old = stored[key]?.present else { continue }

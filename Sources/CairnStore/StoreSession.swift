@@ -31,8 +31,8 @@ public final class StoreSession {
     struct Seen {
         /// The revision read, or nil when the object was read as missing.
         var revision: UInt64?
-        /// The JSON read (class types only, for finding changed instances on save).
-        var json: [UInt8]?
+        /// The encoding read (class types only, for finding changed instances on save).
+        var encoded: [UInt8]?
         /// The one instance of a class type.
         var instance: AnyObject?
     }
@@ -158,10 +158,10 @@ public final class StoreSession {
     func materialize<T: StoredObject>(_ type: T.Type, model: Model, key: [UInt8], body: [UInt8]) throws -> T {
         let objectKey = ObjectKey(type: model.typeName, key: key)
         if let instance = seen[objectKey]?.instance { return instance as! T }
-        let (object, header, json) = try store.codec.decode(body, model: model, objectKey: key)
+        let (object, header, encoded) = try store.codec.decode(body, model: model, objectKey: key)
         let typed = object as! T
         if seen[objectKey] == nil {
-            seen[objectKey] = Seen(revision: header.revision, json: model.isClass ? json : nil, instance: nil)
+            seen[objectKey] = Seen(revision: header.revision, encoded: model.isClass ? encoded : nil, instance: nil)
         }
         if model.isClass { seen[objectKey]!.instance = typed as AnyObject }
         return typed
@@ -275,8 +275,7 @@ public struct ObjectSequence<T: StoredObject>: AsyncSequence {
             return page.objects[index]
         }
 
-        /// Reads a page; with `decoding`, decodes it too, split over the machine's cores (JSON
-        /// decoding costs several times the transfer).
+        /// Reads a page; with `decoding`, decodes it too, split over the machine's cores.
         @concurrent
         static func load(_ family: ColumnFamily, from low: RangeBound, _ size: Int, decoding: (Model, BodyCodec)?) async throws -> Page {
             let entries = try await family.range(low, .unbounded, limit: size)

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A type whose values the store keeps: `Codable`, with an identifier, a type name and a schema
 /// version, plus what the store should maintain for it (indexes, full-text fields,
@@ -45,7 +45,7 @@ public protocol StoredObject: Codable, SendableMetatype {
     /// Reads an object stored with another schema version than ``schemaVersion``. Called on
     /// read; the object is written in the current version the next time it is saved.
     ///
-    /// The default decodes the old JSON as `Self` (enough when fields were only added, as
+    /// The default decodes the old body as `Self` (enough when fields were only added, as
     /// optionals or with defaults in `init(from:)`), and refuses versions newer than this code.
     /// - Throws: ``CairnStoreError/Code/unsupportedVersion`` for a version it cannot read.
     static func migrate(from body: StoredBody) throws -> Self
@@ -72,23 +72,24 @@ extension StoredObject {
 public struct StoredBody: Sendable {
     /// The schema version the object was written with.
     public let schemaVersion: Int
-    /// The object's JSON as stored (decrypted).
-    public let json: Data
+    /// The object's MessagePack encoding as stored (decrypted).
+    public let bytes: [UInt8]
 
-    /// Decodes the JSON as `type` (an old version of the model, kept for the purpose).
+    /// Decodes the body as `type` (an old version of the model, kept for the purpose).
     /// - Throws: ``CairnStoreError/Code/corruptObject`` when it does not decode.
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
         do {
-            return try JSONCoders.decoder.decode(T.self, from: json)
+            return try MessagePackDecoder().decode(T.self, from: bytes)
         } catch {
             throw CairnStoreError(.corruptObject, "schema version \(schemaVersion) does not decode as \(T.self): \(error)")
         }
     }
 
-    /// The JSON as a dictionary, for migrations that move fields around by hand.
+    /// The body as a dictionary (`String`, `Int64`, `Double`, `Bool`, `Data`, `NSNull`, arrays and
+    /// dictionaries as values), for migrations that move fields around by hand.
     public func dictionary() throws -> [String: Any] {
-        guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else {
-            throw CairnStoreError(.corruptObject, "schema version \(schemaVersion) is not a JSON object")
+        guard let object = try? MessagePackDecoder().object(from: bytes) as? [String: Any] else {
+            throw CairnStoreError(.corruptObject, "schema version \(schemaVersion) is not a map")
         }
         return object
     }
@@ -159,9 +160,3 @@ public struct TextField<T: StoredObject>: @unchecked Sendable {
     }
 }
 
-/// One JSON encoder and decoder for every object: making one per object costs more than
-/// decoding a small object. Both are `Sendable` and keep no state between calls.
-enum JSONCoders {
-    static let encoder = JSONEncoder()
-    static let decoder = JSONDecoder()
-}
