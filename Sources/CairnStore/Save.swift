@@ -403,23 +403,19 @@ final class SavePlan: @unchecked Sendable {
             let revision = (old.revision ?? 0) + 1
             set(m.objectFamily, key.key, try store.codec.encode(body: encoded, model: m, objectKey: key.key, revision: revision))
             let before = old.present
-            if !m.indexes.isEmpty {
-                let previous = before?.indexKeys ?? []
-                let after = m.indexKeys(object)
-                del(m.indexFamily, previous.subtracting(after))
-                for k in after.subtracting(previous) { set(m.indexFamily, k, empty) }
+            /// Deletes the entries only `previous` has, adds those only `after` has.
+            func replace(_ family: String, _ previous: Set<[UInt8]>?, _ after: Set<[UInt8]>) {
+                guard let previous else {
+                    for k in after { set(family, k, empty) }
+                    return
+                }
+                del(family, previous.subtracting(after))
+                for k in after where !previous.contains(k) { set(family, k, empty) }
             }
-            if m.hasTextFields {
-                let previous = before?.textKeys ?? []
-                let after = m.textKeys(of: object, id: key.key)
-                del(m.textFamily, previous.subtracting(after))
-                for k in after.subtracting(previous) { set(m.textFamily, k, empty) }
-            }
+            if !m.indexes.isEmpty { replace(m.indexFamily, before?.indexKeys, m.indexKeys(object)) }
+            if m.hasTextFields { replace(m.textFamily, before?.textKeys, m.textKeys(of: object, id: key.key)) }
             if !m.relationships.isEmpty {
-                let previous = before?.referenceKeys ?? []
-                let after = m.referenceKeys(of: object, ownerKey: key.key)
-                del(store.refsFamily, previous.subtracting(after))
-                for k in after.subtracting(previous) { set(store.refsFamily, k, empty) }
+                replace(store.refsFamily, before?.referenceKeys, m.referenceKeys(of: object, ownerKey: key.key))
             }
             if before == nil { counts[m.typeName, default: 0] += 1 }
             result.written[key] = SaveResult.Written(revision: revision, encoded: encoded, isClass: m.isClass, object: object)
