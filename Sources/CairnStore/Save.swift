@@ -377,20 +377,25 @@ final class SavePlan: @unchecked Sendable {
     }
 
     private func buildCommands(_ result: inout SaveResult) throws -> FamilyCommands {
-        var sets: [String: [([UInt8], [UInt8])]] = [:]
-        var dels: [String: Set<[UInt8]>] = [:]
-        var familyOrder: [String] = []
-        func note(_ family: String) {
-            if sets[family] == nil && dels[family] == nil { familyOrder.append(family) }
+        // Writes per family, in the order families first appear; a family's slot is looked up
+        // once per object, not once per key.
+        var names: [String] = []
+        var slots: [String: Int] = [:]
+        var sets: [[([UInt8], [UInt8])]] = []
+        var dels: [Set<[UInt8]>] = []
+        func slot(_ family: String) -> Int {
+            if let i = slots[family] { return i }
+            slots[family] = names.count
+            names.append(family)
+            sets.append([])
+            dels.append([])
+            return names.count - 1
         }
-        func set(_ family: String, _ key: [UInt8], _ value: [UInt8]) {
-            note(family)
-            sets[family, default: []].append((key, value))
+        func set(_ family: Int, _ key: [UInt8], _ value: [UInt8]) {
+            sets[family].append((key, value))
         }
-        func del(_ family: String, _ keys: Set<[UInt8]>) {
-            guard !keys.isEmpty else { return }
-            note(family)
-            dels[family, default: []].formUnion(keys)
+        func del(_ family: Int, _ keys: Set<[UInt8]>) {
+            dels[family].formUnion(keys)
         }
         var counts: [String: Int] = [:]
         let empty: [UInt8] = []
@@ -401,10 +406,11 @@ final class SavePlan: @unchecked Sendable {
             let old = stored[key] ?? .absent
             let encoded = try m.encodeBody(object)
             let revision = (old.revision ?? 0) + 1
-            set(m.objectFamily, key.key, try store.codec.encode(body: encoded, model: m, objectKey: key.key, revision: revision))
+            set(slot(m.objectFamily), key.key, try store.codec.encode(body: encoded, model: m, objectKey: key.key, revision: revision))
             let before = old.present
             /// Deletes the entries only `previous` has, adds those only `after` has.
-            func replace(_ family: String, _ previous: Set<[UInt8]>?, _ after: Set<[UInt8]>) {
+            func replace(_ name: String, _ previous: Set<[UInt8]>?, _ after: Set<[UInt8]>) {
+                let family = slot(name)
                 guard let previous else {
                     for k in after { set(family, k, empty) }
                     return
@@ -423,17 +429,17 @@ final class SavePlan: @unchecked Sendable {
         for key in deletes {
             guard let old = stored[key]?.present else { continue }
             let m = try model(key)
-            del(m.objectFamily, [key.key])
-            del(m.indexFamily, old.indexKeys)
-            del(m.textFamily, old.textKeys)
-            del(store.refsFamily, old.referenceKeys)
+            del(slot(m.objectFamily), [key.key])
+            if !old.indexKeys.isEmpty { del(slot(m.indexFamily), old.indexKeys) }
+            if !old.textKeys.isEmpty { del(slot(m.textFamily), old.textKeys) }
+            if !old.referenceKeys.isEmpty { del(slot(store.refsFamily), old.referenceKeys) }
             counts[m.typeName, default: 0] -= 1
             result.deleted.append(key)
         }
 
         var commands = FamilyCommands()
-        for family in familyOrder {
-            commands.write(family, sets: sets[family] ?? [], deletes: dels[family] ?? [])
+        for (i, family) in names.enumerated() {
+            commands.write(family, sets: sets[i], deletes: dels[i])
         }
         for (typeName, delta) in counts.sorted(by: { $0.key < $1.key }) where delta != 0 {
             commands.add(store.metaFamily, ["INCRBY", "count:\(typeName)", delta])

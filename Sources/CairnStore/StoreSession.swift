@@ -22,9 +22,24 @@ public final class StoreSession {
     /// The store this session reads and writes.
     public let store: CairnStore
 
+    /// A stored object's identity: type name and encoded id. The hash is computed once: a save
+    /// looks the same keys up in several tables.
     struct ObjectKey: Hashable {
-        var type: String
-        var key: [UInt8]
+        let type: String
+        let key: [UInt8]
+        private let hash: Int
+
+        init(type: String, key: [UInt8]) {
+            self.type = type
+            self.key = key
+            var hasher = Hasher()
+            hasher.combine(type)
+            hasher.combine(key)
+            hash = hasher.finalize()
+        }
+
+        static func == (a: ObjectKey, b: ObjectKey) -> Bool { a.hash == b.hash && a.key == b.key && a.type == b.type }
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
     }
 
     /// What the session has seen of a stored object.
