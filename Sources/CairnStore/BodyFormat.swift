@@ -91,23 +91,29 @@ struct BodyCodec: Sendable {
     }
 
     /// The header and the (decrypted) MessagePack of a stored body.
-    func open(_ body: [UInt8], model: Model, objectKey: [UInt8]) throws -> (BodyHeader, [UInt8]) {
+    func open(_ body: [UInt8], model: Model, objectKey: [UInt8]) throws -> (BodyHeader, ArraySlice<UInt8>) {
         guard let header = BodyHeader(body) else {
             throw CairnStoreError(.corruptObject, "\(model.typeName) body has no valid header")
         }
         let payload = body[BodyHeader.size...]
-        guard header.isEncrypted else { return (header, Array(payload)) }
+        guard header.isEncrypted else { return (header, payload) }
         guard let cipher else {
             throw CairnStoreError(.passphraseRequired, "\(model.typeName) body is encrypted; open the store with its passphrase")
         }
         let plain = try cipher.open(payload, header: Array(body[0..<BodyHeader.size]), typeName: model.typeName, objectKey: objectKey)
-        return (header, plain)
+        return (header, plain[...])
     }
 
     /// The object in a stored body, migrated to the current schema when it is older.
-    func decode(_ body: [UInt8], model: Model, objectKey: [UInt8]) throws -> (any StoredObject, BodyHeader, [UInt8]) {
+    func decode(_ body: [UInt8], model: Model, objectKey: [UInt8]) throws -> (any StoredObject, BodyHeader, ArraySlice<UInt8>) {
         let (header, plain) = try open(body, model: model, objectKey: objectKey)
         let object = try model.decodeBody(header.schemaVersion, plain)
         return (object, header, plain)
+    }
+
+    /// As ``decode(_:model:objectKey:)`` for a type known here: no existential box, no cast.
+    func decode<T: StoredObject>(_ type: T.Type, _ body: [UInt8], model: Model, objectKey: [UInt8]) throws -> (T, BodyHeader, ArraySlice<UInt8>) {
+        let (header, plain) = try open(body, model: model, objectKey: objectKey)
+        return (try Model.decode(T.self, version: header.schemaVersion, plain), header, plain)
     }
 }

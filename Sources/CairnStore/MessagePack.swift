@@ -326,6 +326,10 @@ enum MessagePack {
 /// Decodes MessagePack into a `Decodable` type.
 struct MessagePackDecoder {
     func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        try decode(type, from: bytes[...])
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, from bytes: ArraySlice<UInt8>) throws -> T {
         try bytes.withUnsafeBufferPointer { buffer in
             let reader = MPReader(buffer)
             var position = 0
@@ -519,7 +523,9 @@ struct MPReader {
         return v
     }
 
-    func decodeValue<T: Decodable>(_ type: T.Type, at p: inout Int, codingPath: [any CodingKey]) throws -> T {
+    /// Decodes the value at `p`. With `advance`, `p` ends past it (containers whose callers
+    /// know where the next value starts pass false and save a walk over the value).
+    func decodeValue<T: Decodable>(_ type: T.Type, at p: inout Int, codingPath: [any CodingKey], advance: Bool = true) throws -> T {
         // Fast paths for the common leaves; `Data` in its bin form.
         if T.self == String.self { return try string(&p, codingPath) as! T }
         if T.self == Int.self { return try checkedInt(&p, codingPath) as Int as! T }
@@ -528,7 +534,7 @@ struct MPReader {
         if T.self == Data.self { return try binary(&p, codingPath) as! T }
         let decoder = MPDecoder(reader: self, start: p, codingPath: codingPath)
         let value = try T(from: decoder)
-        p = decoder.end()
+        if advance { p = decoder.end() }
         return value
     }
 
@@ -686,12 +692,12 @@ private struct MPKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         var p = try require(key)
-        return try reader.decodeValue(T.self, at: &p, codingPath: codingPath + [key])
+        return try reader.decodeValue(T.self, at: &p, codingPath: codingPath + [key], advance: false)
     }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard var p = position(key), !reader.isNil(p) else { return nil }
-        return try reader.decodeValue(T.self, at: &p, codingPath: codingPath + [key])
+        return try reader.decodeValue(T.self, at: &p, codingPath: codingPath + [key], advance: false)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -820,6 +826,6 @@ private struct MPSingleDecoder: SingleValueDecodingContainer {
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
         var p = position
-        return try reader.decodeValue(T.self, at: &p, codingPath: codingPath)
+        return try reader.decodeValue(T.self, at: &p, codingPath: codingPath, advance: false)
     }
 }

@@ -17,7 +17,7 @@ final class Model: @unchecked Sendable {
     let relationships: [(name: String, rule: DeleteRule, targetType: any StoredObject.Type)]
 
     let encodeBody: (any StoredObject) throws -> [UInt8]
-    let decodeBody: (_ version: Int, _ bytes: [UInt8]) throws -> any StoredObject
+    let decodeBody: (_ version: Int, _ bytes: ArraySlice<UInt8>) throws -> any StoredObject
     let idKey: (any StoredObject) -> [UInt8]
     let indexKeys: (any StoredObject) -> Set<[UInt8]>
     let terms: (any StoredObject) -> Set<String>
@@ -47,11 +47,7 @@ final class Model: @unchecked Sendable {
                 throw CairnStoreError(.corruptObject, "\(T.typeName) does not encode: \(error)")
             }
         }
-        decodeBody = { version, bytes in
-            let body = StoredBody(schemaVersion: version, bytes: bytes)
-            if version == T.schemaVersion { return try body.decode(T.self) }
-            return try T.migrate(from: body)
-        }
+        decodeBody = { version, bytes in try Model.decode(T.self, version: version, bytes) }
         idKey = { ($0 as! T).id.keyBytes }
         indexKeys = { object in Set(indexes.map { $0.entryKey(object as! T) }) }
         terms = { object in
@@ -66,6 +62,16 @@ final class Model: @unchecked Sendable {
             var owner = object as! T
             relationships[index].remove(&owner, key)
             return owner
+        }
+    }
+
+    /// Decodes a body of `T` written with schema `version`, migrating it when that is not the current one.
+    static func decode<T: StoredObject>(_ type: T.Type, version: Int, _ bytes: ArraySlice<UInt8>) throws -> T {
+        guard version == T.schemaVersion else { return try T.migrate(from: StoredBody(schemaVersion: version, bytes: Array(bytes))) }
+        do {
+            return try MessagePackDecoder().decode(T.self, from: bytes)
+        } catch {
+            throw CairnStoreError(.corruptObject, "\(T.typeName) body does not decode: \(error)")
         }
     }
 

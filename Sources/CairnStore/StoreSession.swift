@@ -173,10 +173,9 @@ public final class StoreSession {
     func materialize<T: StoredObject>(_ type: T.Type, model: Model, key: [UInt8], body: [UInt8]) throws -> T {
         let objectKey = ObjectKey(type: model.typeName, key: key)
         if let instance = seen[objectKey]?.instance { return instance as! T }
-        let (object, header, encoded) = try store.codec.decode(body, model: model, objectKey: key)
-        let typed = object as! T
+        let (typed, header, encoded) = try store.codec.decode(T.self, body, model: model, objectKey: key)
         if seen[objectKey] == nil {
-            seen[objectKey] = Seen(revision: header.revision, encoded: model.isClass ? encoded : nil, instance: nil)
+            seen[objectKey] = Seen(revision: header.revision, encoded: model.isClass ? Array(encoded) : nil, instance: nil)
         }
         if model.isClass { seen[objectKey]!.instance = typed as AnyObject }
         return typed
@@ -300,7 +299,7 @@ public struct ObjectSequence<T: StoredObject>: AsyncSequence {
             let decoded = try await withThrowingTaskGroup(of: (Int, Page).self) { group in
                 for (i, chunk) in chunks.enumerated() {
                     group.addTask {
-                        (i, Page(entries: [], objects: try chunk.map { try codec.decode($0.value, model: model, objectKey: $0.key).0 as! T }))
+                        (i, Page(entries: [], objects: try chunk.map { try codec.decode(T.self, $0.value, model: model, objectKey: $0.key).0 }))
                     }
                 }
                 var parts = [[T]](repeating: [], count: chunks.count)
