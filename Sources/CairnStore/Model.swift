@@ -27,6 +27,8 @@ final class Model: @unchecked Sendable {
     let removeTarget: (any StoredObject, _ index: Int, _ key: [UInt8]) -> any StoredObject
 
     init<T: StoredObject>(_ type: T.Type, namespace: String) {
+        // The header keeps the version in two bytes.
+        precondition((0...0xFFFF).contains(T.schemaVersion), "\(T.self).schemaVersion must be within 0...65535")
         typeName = T.typeName
         schemaVersion = T.schemaVersion
         objectFamily = "\(namespace).obj.\(T.typeName)"
