@@ -14,8 +14,10 @@ let package = Package(
         .library(name: "Rocks", targets: ["Rocks"]),
         .library(name: "RESP", targets: ["RESP"]),
         .library(name: "CairnClient", targets: ["CairnClient"]),
+        .library(name: "CairnStore", targets: ["CairnStore"]),
         .executable(name: "cairn-example", targets: ["cairn-example"]),
         .executable(name: "cairn-client-bench", targets: ["cairn-client-bench"]),
+        .executable(name: "cairn-store-bench", targets: ["cairn-store-bench"]),
         .executable(name: "cairnd", targets: ["cairnd"]),
         .executable(name: "cairn-cli", targets: ["cairn-cli"]),
     ],
@@ -37,6 +39,20 @@ let package = Package(
         // A newcomer's tour of the client, and the client throughput benchmark (scripts/bench-client).
         .executableTarget(name: "cairn-example", dependencies: ["CairnClient"], swiftSettings: strictSettings),
         .executableTarget(name: "cairn-client-bench", dependencies: ["CairnClient"], swiftSettings: strictSettings),
+        // Codable object store over the client: unit of work, indexes, relationships, full text,
+        // versioning, encryption, named roots, typed defaults (docs/store.md).
+        .target(
+            name: "CairnStore",
+            dependencies: [
+                "CairnClient", "RESP", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            // A session is not Sendable: its async methods run on the caller's actor (SE-0461),
+            // so a session works from the main actor as well as from any task.
+            swiftSettings: strictSettings + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
+        ),
+        // The object-store benchmark (scripts/bench-store).
+        .executableTarget(name: "cairn-store-bench", dependencies: ["CairnStore", "CairnClient"], swiftSettings: strictSettings),
         .target(
             name: "CairnEngine",
             dependencies: [
@@ -98,6 +114,10 @@ let package = Package(
         .target(name: "CairnTestSupport", path: "Tests/CairnTestSupport", swiftSettings: strictSettings),
         .testTarget(
             name: "CairnClientTests", dependencies: ["CairnClient", "RESP", "CairnTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CairnStoreTests", dependencies: ["CairnStore", "CairnClient", "CairnTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "CairnCLITests", dependencies: ["CairnCLIKit", "RESP"], swiftSettings: strictSettings),
