@@ -21,6 +21,8 @@ final class Connection: @unchecked Sendable {
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     /// The column family the server has as this connection's current one (`CF.USE`).
     private var family = "default"
+    /// The commands queued since MULTI, until EXEC or DISCARD (nil outside a transaction).
+    private var queuedSinceMulti: [Command]? = nil
 
     init(configuration: CairnClientConfiguration) {
         self.configuration = configuration
@@ -141,14 +143,35 @@ final class Connection: @unchecked Sendable {
     }
 
     /// Follows commands that change the connection's family so `execute(_:family:)` stays right
-    /// when a caller sends `CF.USE` or `RESET` through `send`.
+    /// when a caller sends `CF.USE` or `RESET` through `send`, also inside MULTI: a queued
+    /// `CF.USE` changes the family only when EXEC runs it.
     private func track(_ commands: [Command], _ replies: [RESPValue]) {
-        for (c, reply) in zip(commands, replies) where reply == .simpleString("OK") || reply == .simpleString("RESET") {
+        for (c, reply) in zip(commands, replies) {
             let name = String(decoding: c[0], as: UTF8.self).uppercased()
-            if name == "CF.USE", c.count == 2 {
-                family = String(decoding: c[1], as: UTF8.self)
-            } else if name == "RESET" {
+            if name == "RESET" {
+                queuedSinceMulti = nil
                 family = "default"
+            } else if let queued = queuedSinceMulti {
+                switch name {
+                case "EXEC", "DISCARD":
+                    queuedSinceMulti = nil
+                    if name == "EXEC", case .array(let results) = reply { follow(queued, results) }
+                default:
+                    if reply == .simpleString("QUEUED") { queuedSinceMulti?.append(c) }
+                }
+            } else if name == "MULTI" {
+                if reply == .simpleString("OK") { queuedSinceMulti = [] }
+            } else {
+                follow([c], [reply])
+            }
+        }
+    }
+
+    /// Applies the `CF.USE`s among commands that ran (outside MULTI, or by EXEC).
+    private func follow(_ commands: [Command], _ replies: [RESPValue]) {
+        for (c, reply) in zip(commands, replies) where reply == .simpleString("OK") && c.count == 2 {
+            if String(decoding: c[0], as: UTF8.self).uppercased() == "CF.USE" {
+                family = String(decoding: c[1], as: UTF8.self)
             }
         }
     }

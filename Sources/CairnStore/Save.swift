@@ -456,8 +456,8 @@ final class SavePlan: @unchecked Sendable {
     }
 
     /// MULTI, the commands, EXEC, and a `CF.USE default` outside the transaction (a `CF.USE`
-    /// inside MULTI stays in effect after EXEC, and the client only follows those it sees
-    /// succeed outside one).
+    /// inside MULTI stays in effect after EXEC), so the connection goes back to the pool in
+    /// the family it came in, whether or not EXEC ran.
     private func execute(_ commands: FamilyCommands, _ connection: CairnConnection) async throws {
         var queued: [[any RESPArgument]] = [["MULTI"]] + commands.pipeline
         let hooks = store.hooks.withLock { $0 }

@@ -174,6 +174,29 @@ import Testing
         }
     }
 
+    @Test func aCFUSEQueuedInATransactionIsFollowedOnlyOnceEXECRunsIt() async throws {
+        try await withCairnd(configure: { $0.maximumConnections = 1 }) { client, _ in
+            _ = try await client.createColumnFamily("t")
+            // EXEC switches the one pooled connection to `t`; the client must notice, so the
+            // next plain command goes back to `default` rather than running in `t`.
+            try await client.transaction { tx in
+                tx.queue(["CF.USE", "t"])
+                tx.set("k", "in t")
+            }
+            #expect(try await client.get("k") == nil)
+            #expect(try await client.columnFamily("t").getString("k") == "in t")
+            // A discarded CF.USE never ran: the connection stays where it was.
+            try await client.withConnection { connection in
+                try await connection.send(["CF.USE", "t"])
+                try await connection.send(["MULTI"])
+                try await connection.send(["CF.USE", "default"])
+                try await connection.send(["DISCARD"])
+                #expect(try await connection.send(["GET", "k"]) == .bulkString(Array("in t".utf8)))
+            }
+            #expect(try await client.get("k") == nil)
+        }
+    }
+
     @Test func transactionConflictIsRetriedToSuccess() async throws {
         try await withCairnd { client, _ in
             try await client.set("balance", 100)
