@@ -101,7 +101,7 @@ let package = Package(
             path: "Fuzz/Sources/cairn-fuzz", swiftSettings: strictSettings
         ),
         .testTarget(name: "RocksTests", dependencies: ["Rocks"], swiftSettings: strictSettings),
-        .testTarget(name: "RESPTests", dependencies: ["RESP"], swiftSettings: strictSettings),
+        .testTarget(name: "RESPTests", dependencies: ["RESP", "CairnTestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "CairnEngineTests", dependencies: ["CairnEngine", "Rocks", "RESP"],
             swiftSettings: strictSettings

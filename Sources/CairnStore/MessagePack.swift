@@ -262,56 +262,38 @@ enum MessagePack {
     static func writeString(_ s: String, to out: inout [UInt8]) {
         var s = s
         s.withUTF8 { utf8 in
-            let n = utf8.count
-            if n < 32 {
-                out.append(0xA0 | UInt8(n))
-            } else if n <= 0xFF {
-                out += [0xD9, UInt8(n)]
-            } else if n <= 0xFFFF {
-                out.append(0xDA)
-                big(UInt64(n), 2, &out)
-            } else {
-                out.append(0xDB)
-                big(UInt64(n), 4, &out)
-            }
+            writeLength(utf8.count, fix: (0xA0, below: 32), bits8: 0xD9, bits16: 0xDA, bits32: 0xDB, to: &out)
             out.append(contentsOf: utf8)
         }
     }
 
     static func writeBinary(_ data: Data, to out: inout [UInt8]) {
-        let n = data.count
-        if n <= 0xFF {
-            out += [0xC4, UInt8(n)]
-        } else if n <= 0xFFFF {
-            out.append(0xC5)
-            big(UInt64(n), 2, &out)
-        } else {
-            out.append(0xC6)
-            big(UInt64(n), 4, &out)
-        }
+        writeLength(data.count, fix: nil, bits8: 0xC4, bits16: 0xC5, bits32: 0xC6, to: &out)
         out.append(contentsOf: data)
     }
 
     static func writeArrayHeader(_ n: Int, to out: inout [UInt8]) {
-        if n < 16 {
-            out.append(0x90 | UInt8(n))
-        } else if n <= 0xFFFF {
-            out.append(0xDC)
-            big(UInt64(n), 2, &out)
-        } else {
-            out.append(0xDD)
-            big(UInt64(n), 4, &out)
-        }
+        writeLength(n, fix: (0x90, below: 16), bits8: nil, bits16: 0xDC, bits32: 0xDD, to: &out)
     }
 
     static func writeMapHeader(_ n: Int, to out: inout [UInt8]) {
-        if n < 16 {
-            out.append(0x80 | UInt8(n))
+        writeLength(n, fix: (0x80, below: 16), bits8: nil, bits16: 0xDE, bits32: 0xDF, to: &out)
+    }
+
+    /// A length in the smallest form the type has: its fix form (tag | n), or a tag then 1, 2 or
+    /// 4 big-endian bytes.
+    private static func writeLength(
+        _ n: Int, fix: (tag: UInt8, below: Int)?, bits8: UInt8?, bits16: UInt8, bits32: UInt8, to out: inout [UInt8]
+    ) {
+        if let fix, n < fix.below {
+            out.append(fix.tag | UInt8(n))
+        } else if let bits8, n <= 0xFF {
+            out += [bits8, UInt8(n)]
         } else if n <= 0xFFFF {
-            out.append(0xDE)
+            out.append(bits16)
             big(UInt64(n), 2, &out)
         } else {
-            out.append(0xDF)
+            out.append(bits32)
             big(UInt64(n), 4, &out)
         }
     }

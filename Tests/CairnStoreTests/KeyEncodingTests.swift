@@ -1,4 +1,5 @@
 @testable import CairnStore
+import CairnTestSupport
 import Foundation
 import Testing
 
@@ -15,7 +16,7 @@ import Testing
     }
 
     @Test func integersIncludingNegativesAndExtremes() {
-        var rng = SplitMix64(seed: 1)
+        var rng = SeededGenerator(seed: 1)
         var values = [Int.min, Int.min + 1, -256, -255, -1, 0, 1, 255, 256, Int.max - 1, Int.max]
         for _ in 0..<60 { values.append(Int.random(in: Int.min...Int.max, using: &rng)) }
         for _ in 0..<30 { values.append(Int.random(in: -1000...1000, using: &rng)) }
@@ -23,7 +24,7 @@ import Testing
     }
 
     @Test func doublesIncludingSignedZerosAndInfinities() {
-        var rng = SplitMix64(seed: 2)
+        var rng = SeededGenerator(seed: 2)
         var values: [Double] = [
             -.infinity, -.greatestFiniteMagnitude, -1e300, -1, -.leastNormalMagnitude, -.leastNonzeroMagnitude, -0.0, 0.0,
             .leastNonzeroMagnitude, .leastNormalMagnitude, 0.1, 1, 1.5, 1e300, .greatestFiniteMagnitude, .infinity,
@@ -42,7 +43,7 @@ import Testing
     }
 
     @Test func stringsWithEmbeddedSeparatorsAndUnicode() {
-        var rng = SplitMix64(seed: 3)
+        var rng = SeededGenerator(seed: 3)
         let alphabet: [Character] = ["\0", "\u{1}", "a", "b", "z", "\u{7F}", "é", "\u{FF}", "日", "\u{10FFFF}", " ", "\u{FFFF}"]
         var values = ["", "\0", "\0\0", "a", "a\0", "a\0b", "a\u{1}", "ab", "b", "\u{FF}", "é", "日本"]
         for _ in 0..<80 {
@@ -67,7 +68,7 @@ import Testing
 
     @Test func compoundKeysSortFieldByField() {
         // (String, Int) pairs: a string that is a prefix of another must not bleed into the next field.
-        var rng = SplitMix64(seed: 4)
+        var rng = SeededGenerator(seed: 4)
         var pairs: [(String, Int)] = [("a", 5), ("a", -5), ("a\0", -9), ("ab", Int.min), ("", Int.max), ("a\0\u{1}", 0)]
         for _ in 0..<60 {
             pairs.append((["", "a", "a\0", "ab", "b"].randomElement(using: &rng)!, Int.random(in: -3...3, using: &rng)))

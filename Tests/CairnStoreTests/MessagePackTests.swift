@@ -1,4 +1,5 @@
 @testable import CairnStore
+import CairnTestSupport
 import Foundation
 import Testing
 
@@ -65,7 +66,7 @@ import Testing
 
     @Test func malformedInputThrowsInsteadOfCrashing() throws {
         let good = try MessagePackEncoder().encode(Everything())
-        var rng = SplitMix64(seed: 11)
+        var rng = SeededGenerator(seed: 11)
         for _ in 0..<300 {
             var bad = good
             switch rng.next() % 3 {

@@ -1,5 +1,6 @@
 import CairnClient
 @testable import CairnStore
+import CairnTestSupport
 import Foundation
 import Testing
 
@@ -11,7 +12,7 @@ import Testing
         "rock", "rocket", "rocking", "roll", "love", "lovely", "blue", "night", "été", "éte", "東京", "night2", "a", "ab", "abc",
     ]
 
-    func randomSong(_ i: Int, _ rng: inout SplitMix64) -> Song {
+    func randomSong(_ i: Int, _ rng: inout SeededGenerator) -> Song {
         let title = (0..<Int.random(in: 1...4, using: &rng)).map { _ in Self.words.randomElement(using: &rng)! }
             .joined(separator: [" ", ", ", "-", "'"].randomElement(using: &rng)!)
         return Song(
@@ -25,7 +26,7 @@ import Testing
     /// Builds a random population: inserts, then updates and deletes in later sessions, so the
     /// index is maintained through changes and not only on insert.
     func populate(_ store: CairnStore, seed: UInt64) async throws -> [String: Song] {
-        var rng = SplitMix64(seed: seed)
+        var rng = SeededGenerator(seed: seed)
         var model: [String: Song] = [:]
         let s1 = store.session()
         for i in 0..<240 {
@@ -60,7 +61,7 @@ import Testing
         try await withStore { store, _, _ in
             let model = try await populate(store, seed: 42)
             let all = Array(model.values)
-            var rng = SplitMix64(seed: 7)
+            var rng = SeededGenerator(seed: 7)
             let session = store.session()
             #expect(try await store.count(Song.self) == model.count)
 
@@ -117,7 +118,7 @@ import Testing
         try await withStore { store, _, _ in
             let model = try await populate(store, seed: 99)
             let all = Array(model.values).sorted(by: byId)
-            var rng = SplitMix64(seed: 5)
+            var rng = SeededGenerator(seed: 5)
             let session = store.session()
             var queries = ["rock", "rock*", "ROCK* love", "été", "ÉTÉ", "東京", "a*", "ab* night*", "nothing", "roll rocket blue", "night2"]
             for _ in 0..<20 {
