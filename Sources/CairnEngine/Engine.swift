@@ -116,6 +116,14 @@ public final class Engine: @unchecked Sendable {
 
     public var configuration: Configuration { config.withLock { $0 } }
 
+    /// Returns free heap memory to the system (`ProcessMemory.releaseFreeMemory`); the server
+    /// calls it every few seconds off the request path. The time it took, in milliseconds.
+    public func releaseFreeMemory() -> Int64 {
+        let started = Clock.milliseconds()
+        ProcessMemory.releaseFreeMemory()
+        return Clock.milliseconds() - started
+    }
+
     /// Records the port the listener really bound, so `CONFIG GET port` answers it after `port 0`.
     public func noteListeningPort(_ port: Int) {
         config.withLock { $0.port = port }

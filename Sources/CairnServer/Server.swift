@@ -22,6 +22,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
     private var listenFD: Int32 = -1
     private var acceptSource: (any DispatchSourceRead)?
     private var walTimer: (any DispatchSourceTimer)?
+    private var trimTimer: (any DispatchSourceTimer)?
     private var sweepTimer: (any DispatchSourceTimer)?
     private let walQueue = DispatchQueue(label: "cairn.wal", qos: .utility)
     private let sweepQueue = DispatchQueue(label: "cairn.expiry", qos: .utility)
@@ -70,6 +71,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         acceptSource = source
         startWALTimer()
         startExpirySweep()
+        startMemoryTrim()
         backupSchedule.start()
         if config.bind != "127.0.0.1" && config.bind != "::1" && config.bind != "localhost"
             && engine.guardrails.accessControl.anyoneWithoutPassword {
@@ -125,6 +127,20 @@ public final class Server: ServerHooks, @unchecked Sendable {
         }
         timer.activate()
         walTimer = timer
+    }
+
+    /// Every ten seconds, on the sweep's utility queue: free memory in malloc's heaps goes back
+    /// to the system, so RSS follows the block cache and memtables rather than their peak.
+    private func startMemoryTrim() {
+        let timer = DispatchSource.makeTimerSource(queue: sweepQueue)
+        timer.schedule(deadline: .now() + 10, repeating: 10, leeway: .seconds(1))
+        timer.setEventHandler { [unowned self] in
+            guard !shuttingDown.load(ordering: .relaxed) else { return }
+            let ms = engine.releaseFreeMemory()
+            if ms >= 20 { logger.info("returning free memory to the system took \(ms) ms") }
+        }
+        timer.activate()
+        trimTimer = timer
     }
 
     /// Ten sweep steps a second on a utility queue, each within `active-expire-effort`'s time
@@ -192,6 +208,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
             let deadline = DispatchTime.now() + .milliseconds(900)
             for w in workers { w.queue.sync { w.closeAll(deadline: deadline) } }
             walTimer?.cancel()
+            trimTimer?.cancel()
             sweepTimer?.cancel()
             backupSchedule.cancel()
             // Wait for a WAL sync or sweep step already running (their queues are serial).

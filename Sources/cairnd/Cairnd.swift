@@ -111,8 +111,10 @@ struct Serve: ParsableCommand {
 
     func run() throws {
         // Before any thread starts: RocksDB's and Dispatch's threads would otherwise each get
-        // a malloc arena and fragment memory well past what is in use.
+        // a malloc arena, and freed memtables would stay in the heaps; both fragment memory
+        // well past what is in use.
         ProcessMemory.limitMallocArenas(to: 2)
+        ProcessMemory.mapLargeAllocations()
         let config = try options.load()
         let level = Logger.Level(cairnName: config.loglevel) ?? .notice
         LoggingSystem.bootstrap { label in
