@@ -37,6 +37,14 @@ struct Interactive {
             _ = session.report(error)
             connected = false
         }
+        // Tab completes command names; without a server, only the prompt's own words.
+        var commands: [String] = []
+        if connected, let reply = try? await session.send([[Array("COMMAND".utf8), Array("LIST".utf8)]])[0],
+            case .array(let items) = reply
+        {
+            commands = items.compactMap { $0.bytes.map { String(decoding: $0, as: UTF8.self) } }
+        }
+        Completion.install(commands: commands)
         var docs: [CommandDoc]? = nil
         while let raw = readline(prompt(connected: connected)) {
             let line = String(cString: raw)

@@ -405,6 +405,37 @@ def test_interactive_prompt_with_history(server, r, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_tab_completes_command_names_in_the_case_typed(server, r, tmp_path):
+    env = {"CAIRNCLI_HISTFILE": str(tmp_path / "history"), "TERM": "xterm"}
+    prompt = f"127.0.0.1:{server.port}> "
+    t = Tmux([CLI, "-p", str(server.port)], env)
+    try:
+        t.wait_for(prompt)
+        t.keys("-l", "cf.cre")
+        t.keys("Tab")
+        t.wait_for(prompt + "cf.create")
+        t.line("completed")
+        t.wait_for("OK")
+        t.keys("-l", "SETN")
+        t.keys("Tab")
+        t.wait_for(prompt + "SETNX")
+        t.line("k v")
+        t.wait_for("(integer) 1")
+        # Arguments are not commands (nor file names): Tab leaves them alone.
+        t.keys("-l", "GET SETN")
+        t.keys("Tab")
+        t.keys("Enter")
+        t.wait_for(prompt + "GET SETN\n(nil)")
+        t.line("quit")
+        t.wait_exit()
+    finally:
+        t.close()
+    assert b"completed" in r.execute_command("CF.LIST")
+    assert r.get("k") == b"v"
+    r.execute_command("CF.DROP", "completed")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_pipe_draws_a_progress_bar_on_a_terminal(server, r, tmp_path):
     path = tmp_path / "cmds.txt"
     path.write_bytes(b"".join(b"SET bar:%d %d\n" % (i, i) for i in range(20000)))
