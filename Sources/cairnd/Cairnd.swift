@@ -157,6 +157,8 @@ enum Signals {
 
     static func install(_ server: Server) {
         signal(SIGPIPE, SIG_IGN)
+        // As redis-server: a closed terminal or a parent's session ending does not stop the server.
+        signal(SIGHUP, SIG_IGN)
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())

@@ -6,6 +6,7 @@ the cairn-cli binary the same way; by default .build/debug/cairn-cli.
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import shutil
@@ -67,6 +68,12 @@ class Cairnd:
         self.start()
 
     def cleanup(self):
+        if self.process and self.process.poll() is not None and self.process.returncode != 0:
+            # It died on its own: show why (pytest prints this with the failing test).
+            self.log.flush()
+            with open(os.path.join(self.directory, "cairnd.log"), "rb") as f:
+                tail = f.read()[-4000:].decode(errors="replace")
+            print(f"cairnd exited with {self.process.returncode}; the end of its log:\n{tail}", file=sys.stderr)
         self.stop(signal.SIGKILL)
         shutil.rmtree(self.directory, ignore_errors=True)
 

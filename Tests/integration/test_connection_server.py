@@ -1,5 +1,7 @@
 """Connection and server commands: HELLO, AUTH, CLIENT, INFO, CONFIG, COMMAND, TIME."""
+import signal
 import socket
+import time
 
 import pytest
 import redis
@@ -108,3 +110,14 @@ def test_transactions(r):
         with pytest.raises(redis.WatchError):
             p.execute()
     assert r.get("w") == b"2"
+
+
+def test_sighup_does_not_stop_the_server(fresh_server):
+    # As redis-server: a hang-up (a closed terminal, an ended ssh session) leaves it serving.
+    s = fresh_server()
+    c = s.client()
+    c.set("k", "v")
+    s.process.send_signal(signal.SIGHUP)
+    time.sleep(0.3)
+    assert s.process.poll() is None
+    assert c.get("k") == b"v"
