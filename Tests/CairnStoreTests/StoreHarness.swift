@@ -17,6 +17,20 @@ func withStore(
     try await body(store, client, server)
 }
 
+/// A second client and store on the same server, as another process would open them. Close
+/// `store.client` when done.
+func openSecondStore(
+    _ server: CairndProcess, models: [any StoredObject.Type] = [Song.self, Playlist.self, Album.self]
+) async throws -> CairnStore {
+    let client = CairnClient(configuration: CairnClientConfiguration(port: server.port))
+    do {
+        return try await CairnStore.open(client: client, models: models)
+    } catch {
+        client.close()
+        throw error
+    }
+}
+
 struct Song: StoredObject, Equatable {
     var id: String
     var title: String

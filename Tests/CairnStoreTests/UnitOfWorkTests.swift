@@ -130,9 +130,8 @@ extension DefaultKey where Value == String {
 
     @Test func conflictBetweenTwoStores() async throws {
         try await withStore { storeA, _, server in
-            let clientB = CairnClient(configuration: CairnClientConfiguration(port: server.port))
-            defer { clientB.close() }
-            let storeB = try await CairnStore.open(client: clientB, models: [Song.self, Playlist.self, Album.self])
+            let storeB = try await openSecondStore(server)
+            defer { storeB.client.close() }
             let setup = storeA.session()
             setup.insert(Song(id: "s1", title: "One", artist: "Old", year: 1990))
             try await setup.save()
@@ -165,9 +164,8 @@ extension DefaultKey where Value == String {
     /// EXEC is refused, and the index holds the other writer's entry only (never a stale one).
     @Test func writeBetweenReadAndExecIsAConflict() async throws {
         try await withStore { storeA, _, server in
-            let clientB = CairnClient(configuration: CairnClientConfiguration(port: server.port))
-            defer { clientB.close() }
-            let storeB = try await CairnStore.open(client: clientB, models: [Song.self, Playlist.self, Album.self])
+            let storeB = try await openSecondStore(server)
+            defer { storeB.client.close() }
             let setup = storeA.session()
             setup.insert(Song(id: "s1", title: "One", artist: "Old", year: 1990))
             try await setup.save()
@@ -201,9 +199,8 @@ extension DefaultKey where Value == String {
             let setup = store.session()
             setup.insert(Song(id: "counter", title: "", artist: "", year: 0))
             try await setup.save()
-            let clientB = CairnClient(configuration: CairnClientConfiguration(port: server.port))
-            defer { clientB.close() }
-            let storeB = try await CairnStore.open(client: clientB, models: [Song.self])
+            let storeB = try await openSecondStore(server, models: [Song.self])
+            defer { storeB.client.close() }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for task in 0..<8 {
                     let s = task % 2 == 0 ? store : storeB
