@@ -63,7 +63,7 @@ let package = Package(
         ),
         .target(
             name: "CairnServer",
-            dependencies: ["CairnEngine", "RESP", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CairnEngine", "RESP", "CEpoll", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -75,6 +75,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // epoll for the server's Poller (glibc headers only).
+        .systemLibrary(name: "CEpoll"),
         // libedit's readline interface for cairn-cli's prompt (Debian libedit-dev).
         .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
         // cairn-cli's testable parts: reply formatting, help, admin subcommands, --pipe.

@@ -104,6 +104,7 @@ public struct ConfigOption: Sendable {
         .string("compression", mutable: false, \.compression),
         .double("bloom-bits-per-key", mutable: false, 0...64, \.bloomBitsPerKey),
         .double("memtable-bloom-ratio", mutable: false, 0...0.25, \.memtableBloomRatio),
+        .double("data-block-hash-ratio", mutable: false, 0...4, \.dataBlockHashRatio),
         .int("max-background-jobs", mutable: false, min: 1, \.maxBackgroundJobs),
         .int("io-threads", mutable: false, min: 1, \.ioThreads),
         .int("max-snapshots-per-client", \.maxSnapshotsPerClient),

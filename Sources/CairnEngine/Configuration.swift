@@ -69,6 +69,9 @@ public struct Configuration: Sendable, Equatable {
     /// reads of keys the memtable lacks skip its search (in-process GET +70% at 1M keys,
     /// `cairn-bench-rocks --memtable-bloom-ratio`), for 10% more memtable memory.
     public var memtableBloomRatio = 0.1
+    /// Hash index buckets per key in each table data block; 0 disables. Default 0.75: point
+    /// reads find their key in a block by hash rather than by binary search.
+    public var dataBlockHashRatio = 0.75
     /// RocksDB background flush and compaction jobs. Default: the number of cores (at least 2).
     public var maxBackgroundJobs = Configuration.defaultBackgroundJobs
     /// Commands slower than this many microseconds go to the slow log; negative disables. Default 10000.

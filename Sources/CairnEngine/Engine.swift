@@ -66,6 +66,7 @@ public final class Engine: @unchecked Sendable {
         o.compression = Compression(rawValue: c.compression == "no" ? "none" : c.compression) ?? .lz4
         o.backgroundJobs = c.maxBackgroundJobs
         o.memtableBloomRatio = c.memtableBloomRatio
+        o.dataBlockHashRatio = c.dataBlockHashRatio
         return o
     }
 
@@ -269,30 +270,59 @@ public final class Engine: @unchecked Sendable {
         run(command, argv, session: session, out: &out)
     }
 
-    /// True for a plain `SET key value` that may run grouped with its neighbours
-    /// (`executePlainSets`): authenticated, outside MULTI.
+    /// True for a plain `SET key value` that may be written grouped with others (`writePlainSets`):
+    /// authenticated, outside MULTI.
     @inline(__always)
     public func isPlainSet(_ argv: [[UInt8]], session: Session) -> Bool {
         argv.count == 3 && argv[0].isKeyword("SET") && session.authenticated && !session.inTransaction
             && guardrails.allowsPlainSet(argv, session: session)
     }
 
-    /// Runs consecutive plain SETs of one read as one write batch: the keys' locks are held
-    /// together, one WAL write covers them all, and each gets its `+OK` (or the error).
-    public func executePlainSets(_ requests: [[[UInt8]]], session: Session, out: inout RESPWriter) {
-        stats.commandsProcessed.increment(by: requests.count)
-        let family = session.family
+    /// Consecutive plain SETs of one connection, waiting to be written (`writePlainSets`).
+    public struct PlainSets {
+        public let session: Session
+        public let requests: [[[UInt8]]]
+
+        public init(session: Session, requests: [[[UInt8]]]) {
+            self.session = session
+            self.requests = requests
+        }
+    }
+
+    /// Writes the plain SETs of one or more connections as one write batch, each in its
+    /// connection's family: the keys' locks are held together and one WAL write covers them
+    /// all. None of them has been answered yet, so any order between connections is one they
+    /// could have seen. Returns nil, or the error every one of the requests gets; answer each
+    /// group with `replyToPlainSets`.
+    public func writePlainSets(_ groups: [PlainSets]) -> CommandError? {
         var batch = WriteBatch()
-        for r in requests { batch.put(r[1], ValueFormat.encode(r[2]), in: family.handle) }
+        var keys: [(key: [UInt8], family: Family)] = []
+        for g in groups {
+            let family = g.session.family
+            stats.commandsProcessed.increment(by: g.requests.count)
+            for r in g.requests {
+                batch.put(r[1], ValueFormat.encode(r[2]), in: family.handle)
+                keys.append((r[1], family))
+            }
+        }
         let options = writeOptions
         do {
-            try locks.withLocks(requests.map { $0[1] }, in: family) { () throws(CommandError) in
+            try locks.withLocks(keys) { () throws(CommandError) in
                 try storage("grouped SET") { try database.write(batch, options: options) }
             }
-            for _ in requests { out.simpleString("OK") }
-            session.unsyncedWrite = true
+            return nil
         } catch {
-            for _ in requests { reply(error, to: &out) }
+            return error
+        }
+    }
+
+    /// The replies to `count` plain SETs that `writePlainSets` wrote (or failed to write).
+    public func replyToPlainSets(_ count: Int, failure: CommandError?, session: Session, out: inout RESPWriter) {
+        if let failure {
+            for _ in 0..<count { reply(failure, to: &out) }
+        } else {
+            for _ in 0..<count { out.simpleString("OK") }
+            session.unsyncedWrite = true
         }
     }
 

@@ -54,6 +54,11 @@ final class KeyLocks: @unchecked Sendable {
         return try withStripes(Array(Set(keys.map { stripe(for: $0, in: family) })).sorted(), body)
     }
 
+    /// Runs `body` holding the stripes of keys that may live in different families.
+    func withLocks<R, E: Error>(_ keys: [(key: [UInt8], family: Family)], _ body: () throws(E) -> R) throws(E) -> R {
+        try withStripes(Array(Set(keys.map { stripe(for: $0.key, in: $0.family) })).sorted(), body)
+    }
+
     /// Runs `body` holding the stripes of `keys` plus `stripes` (or every stripe when `all`).
     /// Inside, `heldVersion(_:)` reads the version of a held stripe.
     func withLocks<R, E: Error>(

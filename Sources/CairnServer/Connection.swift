@@ -6,7 +6,7 @@ import RESP
 import Glibc
 #endif
 
-/// One client connection: its socket, read and write sources, request parser and reply buffer.
+/// One client connection: its socket, request parser and reply buffer.
 ///
 /// Everything here runs on the owning worker's serial queue, so requests of one client run in
 /// order and replies go out in order. A read event reads what is available (at most
@@ -26,11 +26,8 @@ final class Connection: @unchecked Sendable {
     private var writer: RESPWriter
     /// Bytes of `writer.bytes` already sent.
     private var sent = 0
-    private let readSource: any DispatchSourceRead
-    private let writeSource: any DispatchSourceWrite
     private var writing = false
     private var closed = false
-    private var pendingCancels = 2
     var lastActivity: UInt64
     /// Bytes ever written to `writer` before `writer.bytes[0]`: reply positions below are
     /// absolute, so they survive the buffer being compacted.
@@ -43,6 +40,8 @@ final class Connection: @unchecked Sendable {
     private var pendingSyncs: [Int] = []
     /// A deferred reply (`Session.deferred`) is being computed; later requests wait for it.
     private var awaitingDeferred = false
+    /// Plain SETs wait in the worker to be written with other connections'; later requests wait.
+    private var awaitingStagedSets = false
 
     /// Replies above this size are flushed before more requests run.
     static let flushThreshold = 1 << 20
@@ -53,31 +52,23 @@ final class Connection: @unchecked Sendable {
         self.session = session
         self.parser = RequestParser(limits: limits)
         self.writer = RESPWriter(version: .v2, capacity: 16 * 1024)
-        self.readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: worker.queue)
-        self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: worker.queue)
         self.lastActivity = DispatchTime.now().uptimeNanoseconds
     }
 
     func start() {
-        readSource.setEventHandler { [unowned self] in self.readable() }
-        writeSource.setEventHandler { [unowned self] in self.writable() }
-        // The descriptor closes only after both sources are cancelled (swift-service-lifecycle's rule).
-        let cancel = { [self] in
-            self.pendingCancels -= 1
-            if self.pendingCancels == 0 {
-                Glibc.close(self.fd)
-                self.worker.removed(self)
-            }
+        if !worker.poller.add(fd) {
+            worker.logger.error("cannot watch client \(session.id)'s socket: \(String(cString: strerror(errno)))")
+            close()
         }
-        readSource.setCancelHandler(handler: cancel)
-        writeSource.setCancelHandler(handler: cancel)
-        readSource.activate()
-        // The write source starts suspended (activated then suspended) until replies are pending.
-        writeSource.activate()
-        writeSource.suspend()
     }
 
     // MARK: events
+
+    /// The poller found the socket ready (`EPOLLIN`, `EPOLLOUT`, hang-up or error bits).
+    func ready(_ events: UInt32) {
+        if events & Poller.writableBit != 0 { writable() }
+        if events & ~Poller.writableBit != 0 { readable() }
+    }
 
     private func readable() {
         dispatchPrecondition(condition: .onQueue(worker.queue))
@@ -131,13 +122,13 @@ final class Connection: @unchecked Sendable {
 
     /// Runs complete requests until the parser needs more bytes or the replies need to drain.
     ///
-    /// Consecutive plain `SET key value` requests of one read are written as one RocksDB write
-    /// batch (`Engine.executePlainSets`): same replies, same order, one WAL write for the group.
-    /// Consecutive plain `GET key` requests are read with one batched MultiGet
-    /// (`Engine.executePlainGets`).
+    /// Consecutive plain `SET key value` requests go to the worker (`Worker.stage`), which writes
+    /// those of every connection of the poller round as one RocksDB write batch; the replies and
+    /// the requests after them follow in `stagedSetsWritten`. Consecutive plain `GET key`
+    /// requests are read with one batched MultiGet (`Engine.executePlainGets`).
     private func process() {
         let engine = worker.engine
-        while !closed && !awaitingDeferred {
+        while !closed && !awaitingDeferred && !awaitingStagedSets {
             let pending = writer.bytes.count - sent
             if pending > Connection.flushThreshold {
                 // Redis's rule: replies queue up to the output limit, then the client is closed.
@@ -153,7 +144,9 @@ final class Connection: @unchecked Sendable {
             let replyStart = base + writer.bytes.count
             writer.version = session.protocolVersion
             if engine.isPlainSet(argv, session: session) {
-                engine.executePlainSets(group(from: argv, while: engine.isPlainSet), session: session, out: &writer)
+                awaitingStagedSets = true
+                worker.stage(group(from: argv, while: engine.isPlainSet), from: self)
+                break
             } else if engine.isPlainGet(argv, session: session) {
                 let limit = worker.limits.outputBufferLimit
                 engine.executePlainGets(
@@ -162,10 +155,7 @@ final class Connection: @unchecked Sendable {
             } else {
                 engine.execute(argv, session: session, out: &writer)
             }
-            if session.unsyncedWrite {
-                session.unsyncedWrite = false
-                if roundHoldStart == nil && engine.repliesWaitForSync { roundHoldStart = replyStart }
-            }
+            holdRepliesForSync(from: replyStart)
             if let work = session.deferred {
                 session.deferred = nil
                 startDeferred(work)
@@ -181,13 +171,33 @@ final class Connection: @unchecked Sendable {
                 queue.async { self.syncDone(ok) }
             }
         }
-        if let error = protocolError, lookahead == nil {
+        // A protocol error met while grouping SETs is answered after them.
+        if let error = protocolError, lookahead == nil, !awaitingStagedSets {
             protocolError = nil
             writer.error("ERR \(error.message)")
             worker.logger.info("protocol error from client \(session.id) (\(session.record.address)): \(error.message)")
             session.closeAfterReply = true
         }
         flush()
+    }
+
+    /// Under `appendfsync always`, replies from `replyStart` on wait for a WAL sync when the
+    /// requests behind them wrote.
+    private func holdRepliesForSync(from replyStart: Int) {
+        guard session.unsyncedWrite else { return }
+        session.unsyncedWrite = false
+        if roundHoldStart == nil && worker.engine.repliesWaitForSync { roundHoldStart = replyStart }
+    }
+
+    /// The worker wrote the SETs this connection staged (or failed to): answer them and go on.
+    func stagedSetsWritten(_ count: Int, failure: CommandError?) {
+        awaitingStagedSets = false
+        guard !closed else { return }
+        let replyStart = base + writer.bytes.count
+        writer.version = session.protocolVersion
+        worker.engine.replyToPlainSets(count, failure: failure, session: session, out: &writer)
+        holdRepliesForSync(from: replyStart)
+        process()
     }
 
     /// The replies a WAL sync waited for are durable (or the sync failed: then the client is
@@ -326,7 +336,7 @@ final class Connection: @unchecked Sendable {
     private func setWriting(_ on: Bool) {
         guard on != writing, !closed else { return }
         writing = on
-        if on { writeSource.resume() } else { writeSource.suspend() }
+        worker.poller.watchWritable(fd, on)
     }
 
     // MARK: closing
@@ -335,13 +345,12 @@ final class Connection: @unchecked Sendable {
     func close() {
         dispatchPrecondition(condition: .onQueue(worker.queue))
         guard !closed else { return }
-        // Sources must be running for their cancel handlers to fire.
-        if !writing { writeSource.resume() }
         closed = true
-        readSource.cancel()
-        writeSource.cancel()
+        worker.poller.remove(fd)
+        Glibc.close(fd)
         worker.engine.clients.remove(session.id)
         worker.engine.connectionClosed(session)
+        worker.removed(self)
     }
 
     /// At shutdown: send what is pending (waiting up to `deadline`), then close.

@@ -7,7 +7,8 @@ import RESP
 ///
 /// The server keeps a small fixed set of workers (one per core by default) and gives each new
 /// connection to one of them in turn, so a request never hops queues: it is read, run and
-/// answered on its connection's worker.
+/// answered on its connection's worker. The worker's sockets share one `Poller`, so one
+/// Dispatch wake-up serves every client that is ready.
 ///
 /// `@unchecked Sendable`: mutable state (`connections`, `limits`) is touched only on `queue`.
 final class Worker: @unchecked Sendable {
@@ -17,7 +18,9 @@ final class Worker: @unchecked Sendable {
     var limits: Limits
     /// Scratch buffer for `recv`, shared by this worker's connections (they run one at a time).
     let readBuffer: UnsafeMutableBufferPointer<UInt8>
-    private var connections: [ObjectIdentifier: Connection] = [:]
+    /// Open connections by socket descriptor (the key the poller reports).
+    private var connections: [Int32: Connection] = [:]
+    private(set) var poller: Poller! = nil
     private var idleTimer: (any DispatchSourceTimer)?
     let onRemoved: @Sendable () -> Void
     /// Syncs the WAL for replies held under `appendfsync always`.
@@ -50,6 +53,51 @@ final class Worker: @unchecked Sendable {
         self.limits = Limits(engine.configuration)
         self.readBuffer = .allocate(capacity: 64 * 1024)
         self.onRemoved = onRemoved
+        // The worker lives as long as the server, so strong captures are fine.
+        self.poller = Poller(
+            queue: queue,
+            ready: { [self] fd, events in
+                collecting = true
+                connections[fd]?.ready(events)
+            },
+            roundEnded: { [self] in
+                writeStagedSets()
+                collecting = false
+            })
+    }
+
+    // MARK: plain SETs of many connections, one write
+
+    /// Plain SETs connections staged since the last write, in the order they were staged.
+    private var stagedSets: [(connection: Connection, requests: [[[UInt8]]])] = []
+    /// A write of the staged SETs is coming: the poller's round is running, or one is queued.
+    private var collecting = false
+
+    /// Takes a connection's consecutive plain SETs, to be written with those of every other
+    /// connection served in the same poller round: at one request per client, as redis-benchmark
+    /// sends, one RocksDB write (one WAL append, one memtable insert group) answers a whole round
+    /// of clients instead of one each. The connection runs nothing more until they are written.
+    func stage(_ requests: [[[UInt8]]], from connection: Connection) {
+        stagedSets.append((connection, requests))
+        if !collecting {
+            // Staged outside a poller round (a write drained, a sync or deferred reply came back).
+            collecting = true
+            queue.async { [self] in
+                writeStagedSets()
+                collecting = false
+            }
+        }
+    }
+
+    /// Writes every staged SET as one batch and answers them; connections that go on may stage
+    /// more, which are written in turn.
+    private func writeStagedSets() {
+        while !stagedSets.isEmpty {
+            let staged = stagedSets
+            stagedSets = []
+            let failure = engine.writePlainSets(staged.map { Engine.PlainSets(session: $0.connection.session, requests: $0.requests) })
+            for s in staged { s.connection.stagedSetsWritten(s.requests.count, failure: failure) }
+        }
     }
 
     deinit { readBuffer.deallocate() }
@@ -60,11 +108,10 @@ final class Worker: @unchecked Sendable {
             let session = engine.makeSession(record: record)
             session.canDefer = true
             let connection = Connection(fd: fd, worker: self, session: session, limits: limits.resp)
-            connections[ObjectIdentifier(connection)] = connection
-            let id = ObjectIdentifier(connection)
-            // The worker lives as long as the server, so a strong capture is fine.
-            record.setKillHandler { [self] in
-                queue.async { self.connections[id]?.close() }
+            connections[fd] = connection
+            let queue = queue
+            record.setKillHandler { [weak connection] in
+                queue.async { [weak connection] in connection?.close() }
             }
             connection.start()
         }
@@ -72,7 +119,7 @@ final class Worker: @unchecked Sendable {
 
     /// Called by a connection once its descriptor is closed.
     func removed(_ connection: Connection) {
-        connections.removeValue(forKey: ObjectIdentifier(connection))
+        connections.removeValue(forKey: connection.fd)
         onRemoved()
     }
 
@@ -107,5 +154,6 @@ final class Worker: @unchecked Sendable {
     func closeAll(deadline: DispatchTime) {
         idleTimer?.cancel()
         for c in connections.values { c.drainAndClose(deadline: deadline) }
+        poller.cancel()
     }
 }

@@ -170,6 +170,11 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         let table = rocksdb_block_based_options_create()!
         if let cache { rocksdb_block_based_options_set_block_cache(table, cache) } else { rocksdb_block_based_options_set_no_block_cache(table, 1) }
         rocksdb_block_based_options_set_block_size(table, f.blockSize ?? o.blockSize)
+        if o.dataBlockHashRatio > 0 {
+            rocksdb_block_based_options_set_data_block_index_type(
+                table, Int32(rocksdb_block_based_table_data_block_index_type_binary_search_and_hash))
+            rocksdb_block_based_options_set_data_block_hash_ratio(table, o.dataBlockHashRatio)
+        }
         let bits = f.bloomBitsPerKey ?? o.bloomBitsPerKey
         if bits > 0 { rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom_full(bits)) }
         rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1)

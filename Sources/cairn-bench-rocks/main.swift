@@ -3,7 +3,7 @@
 // RocksDB itself. Prints one JSON object.
 //
 //   cairn-bench-rocks [--requests N] [--keyspace N] [--value-size N] [--dir DIR]
-//                     [--memtable-bloom-ratio R]
+//                     [--memtable-bloom-ratio R] [--data-block-hash-ratio R]
 import CairnEngine
 import Foundation
 import Rocks
@@ -14,6 +14,7 @@ struct BenchArguments {
     var valueSize = 100
     /// Overrides the server's memtable bloom ratio (for trying options).
     var memtableBloomRatio: Double? = nil
+    var dataBlockHashRatio: Double? = nil
     var dir = NSTemporaryDirectory() + "cairn-bench-rocks-\(getpid())"
 
     init(_ args: [String]) {
@@ -26,6 +27,7 @@ struct BenchArguments {
             case "--value-size": valueSize = Int(value) ?? valueSize
             case "--dir": dir = value
             case "--memtable-bloom-ratio": memtableBloomRatio = Double(value)
+            case "--data-block-hash-ratio": dataBlockHashRatio = Double(value)
             default: fatalError("unknown option \(args[i])")
             }
             i += 2
@@ -63,6 +65,7 @@ let args = BenchArguments(CommandLine.arguments)
 let config = Configuration()
 var options = Engine.databaseOptions(config)
 if let ratio = args.memtableBloomRatio { options.memtableBloomRatio = ratio }
+if let ratio = args.dataBlockHashRatio { options.dataBlockHashRatio = ratio }
 let db = try Database.open(at: args.dir, options: options, familyOptions: { Engine.familyOptions($0) })
 // The server stores every value behind its header; so does the benchmark.
 let value = ValueFormat.encode([UInt8](repeating: UInt8(ascii: "x"), count: args.valueSize))
