@@ -162,3 +162,60 @@ def test_pipelined_gets_of_a_big_value_stop_at_the_output_limit(fresh_server):
     assert wait_until_disconnected(c, accepted), "the client was disconnected at the output limit"
     assert rss() - before < 200 * 1024 * 1024, "the server did not build the replies past the limit"
     assert c.get("big") == b"x" * (4 * 1024 * 1024)
+
+
+def test_sets_of_many_clients_written_together_keep_each_clients_order(server):
+    """Plain SETs of every client served in one poller round are written as one batch; each
+    client must still see its own writes at once and in order, whatever the others do."""
+    import threading
+    clients, rounds = 40, 150
+    failures = []
+
+    def client(t):
+        s = socket.create_connection(("127.0.0.1", server.port))
+        try:
+            for i in range(rounds):
+                # A SET, reads and writes of the same key right behind it, in one write.
+                s.sendall(
+                    f"SET mk:{t} a{i}\r\nGET mk:{t}\r\nSET mk:{t} b{i}\r\nSET shared {t}\r\n"
+                    f"INCR mc:{t}\r\nGET mk:{t}\r\n".encode())
+                n = len(str(i)) + 1
+                expected = (f"+OK\r\n${n}\r\na{i}\r\n+OK\r\n+OK\r\n:{i + 1}\r\n${n}\r\nb{i}\r\n").encode()
+                got = recv_exactly(s, len(expected))
+                if got != expected:
+                    failures.append((t, i, got, expected))
+                    return
+        finally:
+            s.close()
+
+    threads = [threading.Thread(target=client, args=(t,)) for t in range(clients)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert failures == []
+    c = server.client()
+    assert c.mget([f"mk:{t}" for t in range(clients)]) == [f"b{rounds - 1}".encode()] * clients
+    assert c.mget([f"mc:{t}" for t in range(clients)]) == [str(rounds).encode()] * clients
+    assert int(c.get("shared")) in range(clients)
+
+
+def test_protocol_error_after_sets_is_answered_after_them(server):
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(b"SET pe:1 a\r\nSET pe:2 b\r\n*1\r\n$x\r\n")
+    reply = recv_until_closed(s)
+    assert reply.startswith(b"+OK\r\n+OK\r\n-ERR Protocol error"), reply
+    assert server.client().mget("pe:1", "pe:2") == [b"a", b"b"]
+
+
+def test_sets_of_a_client_that_hangs_up_at_once_are_written(server):
+    """Redis runs what a client sent before it closed; so does Cairn, though the replies have
+    nowhere to go."""
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(b"".join(f"SET gone:{i} {i}\r\n".encode() for i in range(500)))
+    s.close()
+    c = server.client()
+    deadline = time.time() + 10
+    while time.time() < deadline and c.get("gone:499") is None:
+        time.sleep(0.05)
+    assert c.mget([f"gone:{i}" for i in range(500)]) == [str(i).encode() for i in range(500)]
