@@ -330,13 +330,20 @@ public final class Guardrails: Sendable {
         return nil
     }
 
-    /// True when a plain `SET key value` may take the grouped fast path: the session may write
-    /// and both sizes are within their limits (otherwise `execute` answers the error).
+    /// True when a plain `SET key value` or `MSET key value ...` may take the grouped fast path:
+    /// the session may write and every key and value is within its limit (otherwise `execute`
+    /// answers the error).
     @inline(__always)
     func allowsPlainSet(_ argv: [[UInt8]], session: Session) -> Bool {
         guard session.permissions.contains(.write) else { return false }
         let maxKey = maxKeySize.load(ordering: .relaxed)
         let maxValue = maxValueSize.load(ordering: .relaxed)
-        return (maxKey <= 0 || argv[1].count <= maxKey) && (maxValue <= 0 || argv[2].count <= maxValue)
+        var i = 1
+        while i + 1 < argv.count {
+            if maxKey > 0 && argv[i].count > maxKey { return false }
+            if maxValue > 0 && argv[i + 1].count > maxValue { return false }
+            i += 2
+        }
+        return true
     }
 }

@@ -270,15 +270,18 @@ public final class Engine: @unchecked Sendable {
         run(command, argv, session: session, out: &out)
     }
 
-    /// True for a plain `SET key value` that may be written grouped with others (`writePlainSets`):
-    /// authenticated, outside MULTI.
+    /// True for a plain `SET key value` or `MSET key value [key value ...]` that may be written
+    /// grouped with others (`writePlainSets`): authenticated, outside MULTI. Both only write and
+    /// answer `+OK`, and an MSET's pairs land in one batch, so it stays atomic.
     @inline(__always)
     public func isPlainSet(_ argv: [[UInt8]], session: Session) -> Bool {
-        argv.count == 3 && argv[0].isKeyword("SET") && session.authenticated && !session.inTransaction
+        let isSet = argv.count == 3 && argv[0].isKeyword("SET")
+        let isMSet = argv.count >= 3 && argv.count % 2 == 1 && argv[0].isKeyword("MSET")
+        return (isSet || isMSet) && session.authenticated && !session.inTransaction
             && guardrails.allowsPlainSet(argv, session: session)
     }
 
-    /// Consecutive plain SETs of one connection, waiting to be written (`writePlainSets`).
+    /// Consecutive plain SETs and MSETs of one connection, waiting to be written (`writePlainSets`).
     public struct PlainSets {
         public let session: Session
         public let requests: [[[UInt8]]]
@@ -301,8 +304,10 @@ public final class Engine: @unchecked Sendable {
             let family = g.session.family
             stats.commandsProcessed.increment(by: g.requests.count)
             for r in g.requests {
-                batch.put(r[1], ValueFormat.encode(r[2]), in: family.handle)
-                keys.append((r[1], family))
+                for i in stride(from: 1, to: r.count - 1, by: 2) {
+                    batch.put(r[i], ValueFormat.encode(r[i + 1]), in: family.handle)
+                    keys.append((r[i], family))
+                }
             }
         }
         let options = writeOptions

@@ -73,7 +73,7 @@ final class Worker: @unchecked Sendable {
     /// A write of the staged SETs is coming: the poller's round is running, or one is queued.
     private var collecting = false
 
-    /// Takes a connection's consecutive plain SETs, to be written with those of every other
+    /// Takes a connection's consecutive plain SETs (and MSETs), to be written with those of every other
     /// connection served in the same poller round: at one request per client, as redis-benchmark
     /// sends, one RocksDB write (one WAL append, one memtable insert group) answers a whole round
     /// of clients instead of one each. The connection runs nothing more until they are written.

@@ -219,3 +219,21 @@ def test_sets_of_a_client_that_hangs_up_at_once_are_written(server):
     while time.time() < deadline and c.get("gone:499") is None:
         time.sleep(0.05)
     assert c.mget([f"gone:{i}" for i in range(500)]) == [str(i).encode() for i in range(500)]
+
+
+def test_pipelined_msets_join_the_sets_batch_and_keep_their_errors(fresh_server):
+    """MSETs are written with the round's SETs; a malformed MSET or one over max-value-size still
+    gets its own error, and the requests around it run."""
+    s = fresh_server("--set", "max-value-size=10")
+    c = s.client()
+    with c.pipeline(transaction=False) as p:
+        p.set("ms:a", "1").mset({"ms:b": "2", "ms:c": "3", "ms:a": "4"}).get("ms:a")
+        p.execute_command("MSET", "ms:d", "5", "ms:e")
+        p.execute_command("MSET", "ms:f", "x" * 11, "ms:g", "7")
+        p.mset({"ms:h": "8"}).mget("ms:a", "ms:b", "ms:c", "ms:d", "ms:f", "ms:g", "ms:h")
+        replies = p.execute(raise_on_error=False)
+    assert replies[:3] == [True, True, b"4"]
+    assert "wrong number of arguments" in str(replies[3])
+    assert "too large" in str(replies[4])
+    assert replies[5] is True
+    assert replies[6] == [b"4", b"2", b"3", None, None, None, b"8"]
