@@ -22,37 +22,49 @@ final class Poller: @unchecked Sendable {
     static let roundsPerWakeUp = 8
 
     private let epollFD: Int32
-    private let source: any DispatchSourceRead
+    private let queue: DispatchQueue
+    private var source: (any DispatchSourceRead)?
+    private let ready: (Int32, UInt32) -> Void
+    private let roundEnded: () -> Void
     /// Scratch for `cairn_epoll_wait`: ready descriptors and their event bits.
     private let readyFDs: UnsafeMutableBufferPointer<Int32>
     private let readyEvents: UnsafeMutableBufferPointer<UInt32>
+    private var cancelled = false
 
     /// `ready(fd, events)` runs on `queue` for each ready descriptor, and `roundEnded` after
     /// each batch of them.
     init(queue: DispatchQueue, ready: @escaping (Int32, UInt32) -> Void, roundEnded: @escaping () -> Void) {
         epollFD = cairn_epoll_create()
         precondition(epollFD >= 0, "epoll_create1: \(String(cString: strerror(errno)))")
-        let batch = Int(cairn_epoll_batch)
-        let fds = UnsafeMutableBufferPointer<Int32>.allocate(capacity: batch)
-        let bits = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: batch)
-        readyFDs = fds
-        readyEvents = bits
-        source = DispatchSource.makeReadSource(fileDescriptor: epollFD, queue: queue)
-        let epollFD = epollFD
-        source.setEventHandler {
-            for _ in 0..<Poller.roundsPerWakeUp {
-                let n = Int(cairn_epoll_wait(epollFD, fds.baseAddress, bits.baseAddress, 0))
-                guard n > 0 else { return }
-                for i in 0..<n { ready(fds[i], bits[i]) }
-                roundEnded()
-            }
-        }
-        source.setCancelHandler {
-            Glibc.close(epollFD)
-            fds.deallocate()
-            bits.deallocate()
-        }
+        self.queue = queue
+        self.ready = ready
+        self.roundEnded = roundEnded
+        readyFDs = .allocate(capacity: Int(cairn_epoll_batch))
+        readyEvents = .allocate(capacity: Int(cairn_epoll_batch))
+        let source = DispatchSource.makeReadSource(fileDescriptor: epollFD, queue: queue)
+        // The poller lives as long as its worker, which lives as long as the server.
+        source.setEventHandler { [unowned self] in drain() }
         source.activate()
+        self.source = source
+    }
+
+    deinit {
+        readyFDs.deallocate()
+        readyEvents.deallocate()
+    }
+
+    /// Serves ready sockets for up to `roundsPerWakeUp` rounds. Sockets still ready after the
+    /// last round are served by a block queued behind whatever else waits on the queue, so
+    /// nothing depends on Dispatch reporting the epoll descriptor again.
+    private func drain() {
+        for _ in 0..<Poller.roundsPerWakeUp {
+            guard !cancelled else { return }
+            let n = Int(cairn_epoll_wait(epollFD, readyFDs.baseAddress, readyEvents.baseAddress, 0))
+            guard n > 0 else { return }
+            for i in 0..<n { ready(readyFDs[i], readyEvents[i]) }
+            roundEnded()
+        }
+        queue.async { [self] in drain() }
     }
 
     /// Watches `fd` for input (level-triggered, like a Dispatch read source).
@@ -70,8 +82,14 @@ final class Poller: @unchecked Sendable {
         _ = control(cairn_epoll_del, fd, writable: false)
     }
 
-    /// Stops the source; the epoll descriptor closes once it has.
-    func cancel() { source.cancel() }
+    /// Stops serving (on `queue`); the epoll descriptor closes once the source is cancelled.
+    func cancel() {
+        cancelled = true
+        let fd = epollFD
+        source?.setCancelHandler { Glibc.close(fd) }
+        source?.cancel()
+        source = nil
+    }
 
     /// The event bit for room to write, as `ready` handlers receive it.
     static var writableBit: UInt32 { cairn_epoll_out }

@@ -177,6 +177,7 @@ def test_client_that_never_reads_is_disconnected_and_rss_stays_bounded(fresh_ser
     c.set("big", b"v" * (1 << 20))
     rss_before = rss_kib(srv.process.pid)
     with Bystander(srv) as b:
+        accepted = c.info("stats")["total_connections_received"]
         hogs = []
         for _ in range(4):
             hog = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
@@ -184,8 +185,11 @@ def test_client_that_never_reads_is_disconnected_and_rss_stays_bounded(fresh_ser
             # 2,000 GETs of a 1 MiB value = 2 GB of replies that are never read.
             hog.sendall(b"GET big\r\n" * 2000)
             hogs.append(hog)
+        # A hog is connected before the server registers it, so wait until all four were
+        # accepted, not only until the list is short.
         deadline = time.time() + 30
-        while time.time() < deadline and len(c.client_list()) > 2:
+        while time.time() < deadline and (
+                c.info("stats")["total_connections_received"] < accepted + 4 or len(c.client_list()) > 2):
             time.sleep(0.1)
         peak = rss_kib(srv.process.pid)
         assert len(c.client_list()) == 2, "the clients that never read were disconnected"
