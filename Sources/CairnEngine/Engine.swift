@@ -295,14 +295,21 @@ public final class Engine: @unchecked Sendable {
     /// Writes the plain SETs of one or more connections as one write batch, each in its
     /// connection's family: the keys' locks are held together and one WAL write covers them
     /// all. None of them has been answered yet, so any order between connections is one they
-    /// could have seen. Returns nil, or the error every one of the requests gets; answer each
-    /// group with `replyToPlainSets`.
-    public func writePlainSets(_ groups: [PlainSets]) -> CommandError? {
+    /// could have seen. Returns, per group, nil or the error each of its requests gets; answer
+    /// each group with `replyToPlainSets`. When the batch fails, each group is tried alone, so
+    /// one connection's failure (say, its family was dropped) is not every connection's.
+    public func writePlainSets(_ groups: [PlainSets]) -> [CommandError?] {
+        for g in groups { stats.commandsProcessed.increment(by: g.requests.count) }
+        guard let failure = write(groups) else { return groups.map { _ in nil } }
+        return groups.count == 1 ? [failure] : groups.map { write([$0]) }
+    }
+
+    /// One write batch of `groups`' pairs under their keys' locks; nil, or why it failed.
+    private func write(_ groups: [PlainSets]) -> CommandError? {
         var batch = WriteBatch()
         var keys: [(key: [UInt8], family: Family)] = []
         for g in groups {
             let family = g.session.family
-            stats.commandsProcessed.increment(by: g.requests.count)
             for r in g.requests {
                 for i in stride(from: 1, to: r.count - 1, by: 2) {
                     batch.put(r[i], ValueFormat.encode(r[i + 1]), in: family.handle)

@@ -122,8 +122,8 @@ final class Connection: @unchecked Sendable {
 
     /// Runs complete requests until the parser needs more bytes or the replies need to drain.
     ///
-    /// Consecutive plain `SET key value` and `MSET` requests go to the worker (`Worker.stage`), which writes
-    /// those of every connection of the poller round as one RocksDB write batch; the replies and
+    /// Consecutive plain `SET key value` and `MSET` requests go to the worker (`Worker.stage`),
+    /// which writes those of every connection of the poller round as one RocksDB write batch; the replies and
     /// the requests after them follow in `stagedSetsWritten`. Consecutive plain `GET key`
     /// requests are read with one batched MultiGet (`Engine.executePlainGets`).
     private func process() {

@@ -44,6 +44,8 @@ final class Poller: @unchecked Sendable {
         let source = DispatchSource.makeReadSource(fileDescriptor: epollFD, queue: queue)
         // The poller lives as long as its worker, which lives as long as the server.
         source.setEventHandler { [unowned self] in drain() }
+        let fd = epollFD
+        source.setCancelHandler { Glibc.close(fd) }
         source.activate()
         self.source = source
     }
@@ -85,8 +87,6 @@ final class Poller: @unchecked Sendable {
     /// Stops serving (on `queue`); the epoll descriptor closes once the source is cancelled.
     func cancel() {
         cancelled = true
-        let fd = epollFD
-        source?.setCancelHandler { Glibc.close(fd) }
         source?.cancel()
         source = nil
     }

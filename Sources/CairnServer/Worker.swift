@@ -60,10 +60,7 @@ final class Worker: @unchecked Sendable {
                 collecting = true
                 connections[fd]?.ready(events)
             },
-            roundEnded: { [self] in
-                writeStagedSets()
-                collecting = false
-            })
+            roundEnded: { [self] in finishRound() })
     }
 
     // MARK: plain SETs of many connections, one write
@@ -73,8 +70,8 @@ final class Worker: @unchecked Sendable {
     /// A write of the staged SETs is coming: the poller's round is running, or one is queued.
     private var collecting = false
 
-    /// Takes a connection's consecutive plain SETs (and MSETs), to be written with those of every other
-    /// connection served in the same poller round: at one request per client, as redis-benchmark
+    /// Takes a connection's consecutive plain SETs (and MSETs), to be written with those of every
+    /// other connection served in the same poller round: at one request per client, as redis-benchmark
     /// sends, one RocksDB write (one WAL append, one memtable insert group) answers a whole round
     /// of clients instead of one each. The connection runs nothing more until they are written.
     func stage(_ requests: [[[UInt8]]], from connection: Connection) {
@@ -82,11 +79,13 @@ final class Worker: @unchecked Sendable {
         if !collecting {
             // Staged outside a poller round (a write drained, a sync or deferred reply came back).
             collecting = true
-            queue.async { [self] in
-                writeStagedSets()
-                collecting = false
-            }
+            queue.async { [self] in finishRound() }
         }
+    }
+
+    private func finishRound() {
+        writeStagedSets()
+        collecting = false
     }
 
     /// Writes every staged SET as one batch and answers them; connections that go on may stage
@@ -95,8 +94,8 @@ final class Worker: @unchecked Sendable {
         while !stagedSets.isEmpty {
             let staged = stagedSets
             stagedSets = []
-            let failure = engine.writePlainSets(staged.map { Engine.PlainSets(session: $0.connection.session, requests: $0.requests) })
-            for s in staged { s.connection.stagedSetsWritten(s.requests.count, failure: failure) }
+            let failures = engine.writePlainSets(staged.map { Engine.PlainSets(session: $0.connection.session, requests: $0.requests) })
+            for (s, failure) in zip(staged, failures) { s.connection.stagedSetsWritten(s.requests.count, failure: failure) }
         }
     }
 
