@@ -330,19 +330,19 @@ public final class Guardrails: Sendable {
         return nil
     }
 
-    /// True when a plain `SET key value` or `MSET key value ...` may take the grouped fast path:
-    /// the session may write and every key and value is within its limit (otherwise `execute`
-    /// answers the error).
+    /// True when a plain write (`Engine.isPlainWrite`) may take the grouped fast path: the
+    /// session may write, the keys at `keyIndexes` are within max-key-size and every argument
+    /// within max-value-size, as `check` demands (otherwise `execute` answers the error).
     @inline(__always)
-    func allowsPlainSet(_ argv: [[UInt8]], session: Session) -> Bool {
+    func allowsPlainWrite(_ argv: [[UInt8]], keyIndexes: StrideTo<Int>, session: Session) -> Bool {
         guard session.permissions.contains(.write) else { return false }
         let maxKey = maxKeySize.load(ordering: .relaxed)
+        if maxKey > 0 {
+            for i in keyIndexes where argv[i].count > maxKey { return false }
+        }
         let maxValue = maxValueSize.load(ordering: .relaxed)
-        var i = 1
-        while i + 1 < argv.count {
-            if maxKey > 0 && argv[i].count > maxKey { return false }
-            if maxValue > 0 && argv[i + 1].count > maxValue { return false }
-            i += 2
+        if maxValue > 0 {
+            for i in 1..<argv.count where argv[i].count > maxValue { return false }
         }
         return true
     }

@@ -40,8 +40,8 @@ final class Connection: @unchecked Sendable {
     private var pendingSyncs: [Int] = []
     /// A deferred reply (`Session.deferred`) is being computed; later requests wait for it.
     private var awaitingDeferred = false
-    /// Plain SETs wait in the worker to be written with other connections'; later requests wait.
-    private var awaitingStagedSets = false
+    /// Plain writes wait in the worker to be written with other connections'; later requests wait.
+    private var awaitingStagedWrites = false
 
     /// Replies above this size are flushed before more requests run.
     static let flushThreshold = 1 << 20
@@ -122,13 +122,13 @@ final class Connection: @unchecked Sendable {
 
     /// Runs complete requests until the parser needs more bytes or the replies need to drain.
     ///
-    /// Consecutive plain `SET key value` and `MSET` requests go to the worker (`Worker.stage`),
+    /// Consecutive plain writes (`SET key value`, `MSET`, `INCR` and friends) go to the worker (`Worker.stage`),
     /// which writes those of every connection of the poller round as one RocksDB write batch; the replies and
-    /// the requests after them follow in `stagedSetsWritten`. Consecutive plain `GET key`
+    /// the requests after them follow in `stagedWritesDone`. Consecutive plain `GET key`
     /// requests are read with one batched MultiGet (`Engine.executePlainGets`).
     private func process() {
         let engine = worker.engine
-        while !closed && !awaitingDeferred && !awaitingStagedSets {
+        while !closed && !awaitingDeferred && !awaitingStagedWrites {
             let pending = writer.bytes.count - sent
             if pending > Connection.flushThreshold {
                 // Redis's rule: replies queue up to the output limit, then the client is closed.
@@ -143,9 +143,9 @@ final class Connection: @unchecked Sendable {
             guard let argv = nextRequest() else { break }
             let replyStart = base + writer.bytes.count
             writer.version = session.protocolVersion
-            if engine.isPlainSet(argv, session: session) {
-                awaitingStagedSets = true
-                worker.stage(group(from: argv, while: engine.isPlainSet), from: self)
+            if engine.isPlainWrite(argv, session: session) {
+                awaitingStagedWrites = true
+                worker.stage(group(from: argv, while: engine.isPlainWrite), from: self)
                 break
             } else if engine.isPlainGet(argv, session: session) {
                 let limit = worker.limits.outputBufferLimit
@@ -171,8 +171,8 @@ final class Connection: @unchecked Sendable {
                 queue.async { self.syncDone(ok) }
             }
         }
-        // A protocol error met while grouping SETs is answered after them.
-        if let error = protocolError, lookahead == nil, !awaitingStagedSets {
+        // A protocol error met while grouping writes is answered after them.
+        if let error = protocolError, lookahead == nil, !awaitingStagedWrites {
             protocolError = nil
             writer.error("ERR \(error.message)")
             worker.logger.info("protocol error from client \(session.id) (\(session.record.address)): \(error.message)")
@@ -189,13 +189,13 @@ final class Connection: @unchecked Sendable {
         if roundHoldStart == nil && worker.engine.repliesWaitForSync { roundHoldStart = replyStart }
     }
 
-    /// The worker wrote the SETs this connection staged (or failed to): answer them and go on.
-    func stagedSetsWritten(_ count: Int, failure: CommandError?) {
-        awaitingStagedSets = false
+    /// The worker wrote the requests this connection staged (or failed to): answer them and go on.
+    func stagedWritesDone(_ replies: [Engine.PlainReply]) {
+        awaitingStagedWrites = false
         guard !closed else { return }
         let replyStart = base + writer.bytes.count
         writer.version = session.protocolVersion
-        worker.engine.replyToPlainSets(count, failure: failure, session: session, out: &writer)
+        worker.engine.reply(replies, session: session, out: &writer)
         holdRepliesForSync(from: replyStart)
         process()
     }

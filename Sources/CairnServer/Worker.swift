@@ -63,19 +63,20 @@ final class Worker: @unchecked Sendable {
             roundEnded: { [self] in finishRound() })
     }
 
-    // MARK: plain SETs of many connections, one write
+    // MARK: plain writes of many connections, one batch
 
-    /// Plain SETs connections staged since the last write, in the order they were staged.
-    private var stagedSets: [(connection: Connection, requests: [[[UInt8]]])] = []
-    /// A write of the staged SETs is coming: the poller's round is running, or one is queued.
+    /// Plain writes connections staged since the last batch, in the order they were staged.
+    private var staged: [(connection: Connection, requests: [[[UInt8]]])] = []
+    /// A batch of the staged writes is coming: the poller's round is running, or one is queued.
     private var collecting = false
 
-    /// Takes a connection's consecutive plain SETs (and MSETs), to be written with those of every
-    /// other connection served in the same poller round: at one request per client, as redis-benchmark
-    /// sends, one RocksDB write (one WAL append, one memtable insert group) answers a whole round
-    /// of clients instead of one each. The connection runs nothing more until they are written.
+    /// Takes a connection's consecutive plain writes (SET, MSET, INCR and friends), to be
+    /// written with those of every other connection served in the same poller round: at one
+    /// request per client, as redis-benchmark sends, one RocksDB write (one WAL append, one
+    /// memtable insert group) answers a whole round of clients instead of one each. The
+    /// connection runs nothing more until they are written.
     func stage(_ requests: [[[UInt8]]], from connection: Connection) {
-        stagedSets.append((connection, requests))
+        staged.append((connection, requests))
         if !collecting {
             // Staged outside a poller round (a write drained, a sync or deferred reply came back).
             collecting = true
@@ -84,18 +85,18 @@ final class Worker: @unchecked Sendable {
     }
 
     private func finishRound() {
-        writeStagedSets()
+        writeStaged()
         collecting = false
     }
 
-    /// Writes every staged SET as one batch and answers them; connections that go on may stage
-    /// more, which are written in turn.
-    private func writeStagedSets() {
-        while !stagedSets.isEmpty {
-            let staged = stagedSets
-            stagedSets = []
-            let failures = engine.writePlainSets(staged.map { Engine.PlainSets(session: $0.connection.session, requests: $0.requests) })
-            for (s, failure) in zip(staged, failures) { s.connection.stagedSetsWritten(s.requests.count, failure: failure) }
+    /// Writes every staged request as one batch and answers them; connections that go on may
+    /// stage more, which are written in turn.
+    private func writeStaged() {
+        while !staged.isEmpty {
+            let batch = staged
+            staged = []
+            let replies = engine.writePlainWrites(batch.map { Engine.PlainWrites(session: $0.connection.session, requests: $0.requests) })
+            for (s, r) in zip(batch, replies) { s.connection.stagedWritesDone(r) }
         }
     }
 

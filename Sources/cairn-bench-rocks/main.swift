@@ -4,6 +4,7 @@
 //
 //   cairn-bench-rocks [--requests N] [--keyspace N] [--value-size N] [--dir DIR]
 //                     [--memtable-bloom-ratio R] [--data-block-hash-ratio R]
+//                     [--block-size BYTES]
 import CairnEngine
 import Foundation
 import Rocks
@@ -15,6 +16,7 @@ struct BenchArguments {
     /// Overrides the server's memtable bloom ratio (for trying options).
     var memtableBloomRatio: Double? = nil
     var dataBlockHashRatio: Double? = nil
+    var blockSize: Int? = nil
     var dir = NSTemporaryDirectory() + "cairn-bench-rocks-\(getpid())"
 
     init(_ args: [String]) {
@@ -28,6 +30,7 @@ struct BenchArguments {
             case "--dir": dir = value
             case "--memtable-bloom-ratio": memtableBloomRatio = Double(value)
             case "--data-block-hash-ratio": dataBlockHashRatio = Double(value)
+            case "--block-size": blockSize = Int(value)
             default: fatalError("unknown option \(args[i])")
             }
             i += 2
@@ -66,6 +69,7 @@ let config = Configuration()
 var options = Engine.databaseOptions(config)
 if let ratio = args.memtableBloomRatio { options.memtableBloomRatio = ratio }
 if let ratio = args.dataBlockHashRatio { options.dataBlockHashRatio = ratio }
+if let size = args.blockSize { options.blockSize = size }
 let db = try Database.open(at: args.dir, options: options, familyOptions: { Engine.familyOptions($0) })
 // The server stores every value behind its header; so does the benchmark.
 let value = ValueFormat.encode([UInt8](repeating: UInt8(ascii: "x"), count: args.valueSize))

@@ -237,3 +237,70 @@ def test_pipelined_msets_join_the_sets_batch_and_keep_their_errors(fresh_server)
     assert "too large" in str(replies[4])
     assert replies[5] is True
     assert replies[6] == [b"4", b"2", b"3", None, None, None, b"8"]
+
+
+def test_increments_of_many_clients_in_one_batch_each_count_once(server):
+    """INCRs of every client in a poller round are read with one MultiGet and written with one
+    batch; increments of the same counter in one batch must each see the one before."""
+    import threading
+    clients, rounds = 30, 100
+    seen = [[] for _ in range(clients)]
+
+    def client(t):
+        s = socket.create_connection(("127.0.0.1", server.port))
+        try:
+            for _ in range(rounds):
+                s.sendall(f"INCR hot\r\nINCRBY own:{t} 2\r\nINCR hot\r\nDECR own:{t}\r\n".encode())
+                got = b""
+                while got.count(b"\r\n") < 4:
+                    got += s.recv(4096)
+                seen[t].append([int(line[1:]) for line in got.split(b"\r\n")[:4]])
+        finally:
+            s.close()
+
+    threads = [threading.Thread(target=client, args=(t,)) for t in range(clients)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for replies in seen:
+        assert len(replies) == rounds
+        # A client's own counter: +2 then -1 each round.
+        assert [(r[1], r[3]) for r in replies] == [(i + 2, i + 1) for i in range(rounds)]
+        # The shared counter only grows, so each client sees it grow.
+        hot = [v for r in replies for v in (r[0], r[2])]
+        assert hot == sorted(hot) and len(set(hot)) == len(hot)
+    # Every INCR of the shared counter saw a value no other saw: none lost or counted twice.
+    everything = sorted(v for replies in seen for r in replies for v in (r[0], r[2]))
+    assert everything == list(range(1, 2 * clients * rounds + 1))
+    c = server.client()
+    assert int(c.get("hot")) == 2 * clients * rounds
+    assert c.mget([f"own:{t}" for t in range(clients)]) == [str(rounds).encode()] * clients
+
+
+def test_pipelined_increments_keep_their_errors_and_expiry(fresh_server):
+    """Increments join the batch with their own errors (not an integer, overflow, a bad
+    argument, a key over max-key-size) and keep INCR's treatment of TTLs."""
+    s = fresh_server("--set", "max-key-size=8")
+    c = s.client()
+    c.set("word", "abc")
+    c.set("max", str(2**63 - 1))
+    c.set("ttl", "5", ex=100)
+    c.set("gone", "7", px=1)
+    time.sleep(0.05)
+    with c.pipeline(transaction=False) as p:
+        p.incr("n").incr("word").incr("max").execute_command("INCRBY", "n", "x")
+        p.execute_command("DECRBY", "n", str(-(2**63)))
+        p.incr("ttl").incr("gone").incr("k" * 9).set("n", "40").incrby("n", 2).decr("n").get("n")
+        replies = p.execute(raise_on_error=False)
+    assert replies[0] == 1
+    assert "not an integer" in str(replies[1])
+    assert "overflow" in str(replies[2])
+    assert "not an integer" in str(replies[3])
+    assert "decrement would overflow" in str(replies[4])
+    assert replies[5:7] == [6, 1]
+    assert "too large" in str(replies[7])
+    assert replies[8:] == [True, 42, 41, b"41"]
+    assert 0 < c.ttl("ttl") <= 100, "a live key keeps its TTL"
+    assert c.ttl("gone") == -1, "an expired key starts over without one"
+    assert c.get("word") == b"abc" and c.get("max") == str(2**63 - 1).encode()

@@ -155,18 +155,12 @@ enum StringCommands {
         }
     }
 
-    /// INCR and friends. On a family whose merge operator is `add` the increment is a blind
-    /// merge (no read); otherwise read, add and write under the key's lock. TTL is kept.
+    /// INCR and friends: read, add and write under the key's lock. TTL is kept. (Outside MULTI
+    /// the server usually batches them instead: `Engine.writePlainWrites`.)
     static func increment(_ call: Call, by delta: Int64) throws(CommandError) -> Int64 {
         try call.locked(call[1]) { () throws(CommandError) -> Int64 in
             let old = try call.read(call[1])
-            var base: Int64 = 0
-            if let old {
-                guard let v = Bytes.int64(old.payload) else { throw .notInteger }
-                base = v
-            }
-            let (result, overflow) = base.addingReportingOverflow(delta)
-            if overflow { throw .overflow }
+            let result = try Engine.increment(old?.payload, by: delta).get()
             try call.write(call[1], Bytes.decimal(result), expiresAt: old?.expiresAt)
             return result
         }

@@ -1,0 +1,222 @@
+public import RESP
+import Rocks
+
+/// Plain SETs, MSETs and counter increments of many connections, written as one RocksDB batch.
+///
+/// The server hands the engine every such request its connections read in one poller round
+/// (`writePlainWrites`). None of them has been answered yet, so any order between connections
+/// is one they could have seen; each connection's own requests keep their order. One write
+/// batch (one WAL append) then covers the round instead of one write per request, and the
+/// increments of the round read their counters with one MultiGet per family.
+extension Engine {
+    /// Consecutive plain writes of one connection (`isPlainWrite`), waiting to be written.
+    public struct PlainWrites {
+        public let session: Session
+        public let requests: [[[UInt8]]]
+
+        public init(session: Session, requests: [[[UInt8]]]) {
+            self.session = session
+            self.requests = requests
+        }
+    }
+
+    /// The answer to one plain write.
+    public enum PlainReply {
+        case ok
+        case integer(Int64)
+        case error(CommandError)
+    }
+
+    /// What one plain write does, parsed from its arguments.
+    private enum PlainWrite {
+        /// SET or MSET: the argument indexes of the pairs are 1, 3, ...
+        case set
+        case increment(key: [UInt8], by: Result<Int64, CommandError>)
+
+        init(_ argv: [[UInt8]]) {
+            guard argv[0].count > 3 && argv[0].count < 7 else {
+                self = .set
+                return
+            }
+            let name = argv[0]
+            if name.isKeyword("INCR") {
+                self = .increment(key: argv[1], by: .success(1))
+            } else if name.isKeyword("DECR") {
+                self = .increment(key: argv[1], by: .success(-1))
+            } else if name.isKeyword("INCRBY") {
+                self = .increment(key: argv[1], by: Bytes.int64(argv[2]).map { .success($0) } ?? .failure(.notInteger))
+            } else if name.isKeyword("DECRBY") {
+                let by: Result<Int64, CommandError> = switch Bytes.int64(argv[2]) {
+                case nil: .failure(.notInteger)
+                case Int64.min: .failure(CommandError("ERR", "decrement would overflow"))
+                case let v?: .success(-v)
+                }
+                self = .increment(key: argv[1], by: by)
+            } else {
+                self = .set
+            }
+        }
+    }
+
+    /// True for a request that may be written grouped with others (`writePlainWrites`): a plain
+    /// `SET key value`, `MSET key value [key value ...]`, `INCR`/`DECR key` or `INCRBY`/`DECRBY key n`,
+    /// authenticated, outside MULTI, within the size limits. An MSET's pairs land in one batch,
+    /// so it stays atomic; increments of a connection reading through a snapshot (SNAPSHOT.USE)
+    /// take the normal path, which reads there.
+    @inline(__always)
+    public func isPlainWrite(_ argv: [[UInt8]], session: Session) -> Bool {
+        let n = argv.count
+        guard n >= 2 && session.authenticated && !session.inTransaction else { return false }
+        let name = argv[0]
+        let isWrite: Bool
+        switch name.count {
+        case 3: isWrite = n == 3 && name.isKeyword("SET")
+        case 4: isWrite = n % 2 == 1 && name.isKeyword("MSET") || n == 2 && (name.isKeyword("INCR") || name.isKeyword("DECR"))
+        case 6: isWrite = n == 3 && (name.isKeyword("INCRBY") || name.isKeyword("DECRBY"))
+        default: isWrite = false
+        }
+        guard isWrite else { return false }
+        if n == 2 || name.count == 6 {
+            if session.readSnapshot != nil { return false }
+            return guardrails.allowsPlainWrite(argv, keyIndexes: stride(from: 1, to: 2, by: 1), session: session)
+        }
+        return guardrails.allowsPlainWrite(argv, keyIndexes: stride(from: 1, to: n, by: 2), session: session)
+    }
+
+    /// Writes the plain writes of one or more connections as one batch, each in its connection's
+    /// family, under the locks of all their keys. Returns the replies of each group, in order.
+    /// When the batch fails, each group is tried alone, so one connection's failure (say, its
+    /// family was dropped) is not every connection's.
+    public func writePlainWrites(_ groups: [PlainWrites]) -> [[PlainReply]] {
+        for g in groups { stats.commandsProcessed.increment(by: g.requests.count) }
+        switch write(groups) {
+        case .success(let replies): return replies
+        case .failure(let failure) where groups.count == 1: return [groups[0].requests.map { _ in .error(failure) }]
+        case .failure:
+            return groups.map { g in
+                switch write([g]) {
+                case .success(let replies): replies[0]
+                case .failure(let failure): g.requests.map { _ in .error(failure) }
+                }
+            }
+        }
+    }
+
+    /// Appends the replies of one group and notes a write to sync under `appendfsync always`.
+    public func reply(_ replies: [PlainReply], session: Session, out: inout RESPWriter) {
+        for r in replies {
+            switch r {
+            case .ok:
+                out.simpleString("OK")
+                session.unsyncedWrite = true
+            case .integer(let n):
+                out.integer(n)
+                session.unsyncedWrite = true
+            case .error(let e):
+                reply(e, to: &out)
+            }
+        }
+    }
+
+    /// A key in one family, for the values the batch reads and writes.
+    private struct FamilyKey: Hashable {
+        let family: ObjectIdentifier
+        let key: [UInt8]
+    }
+
+    /// A counter's value as the batch sees it: its payload (nil when missing) and expiry.
+    private struct Current {
+        var payload: [UInt8]?
+        var expiresAt: Int64?
+    }
+
+    /// One write batch of `groups`, or why it failed.
+    private func write(_ groups: [PlainWrites]) -> Result<[[PlainReply]], CommandError> {
+        var lockKeys: [(key: [UInt8], family: Family)] = []
+        var counters: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)] = [:]
+        let parsed = groups.map { g in
+            let family = g.session.family
+            return g.requests.map { r in
+                let write = PlainWrite(r)
+                switch write {
+                case .set:
+                    for i in stride(from: 1, to: r.count - 1, by: 2) { lockKeys.append((r[i], family)) }
+                case .increment(let key, _):
+                    lockKeys.append((key, family))
+                    counters[ObjectIdentifier(family), default: (family, [])].keys.insert(key)
+                }
+                return write
+            }
+        }
+        let options = writeOptions
+        do {
+            let replies = try locks.withLocks(lockKeys) { () throws(CommandError) -> [[PlainReply]] in
+                var current = try readCounters(counters)
+                var batch = WriteBatch()
+                var replies: [[PlainReply]] = []
+                replies.reserveCapacity(groups.count)
+                for (g, writes) in zip(groups, parsed) {
+                    let family = g.session.family
+                    replies.append(zip(g.requests, writes).map { r, write in
+                        switch write {
+                        case .set:
+                            for i in stride(from: 1, to: r.count - 1, by: 2) {
+                                batch.put(r[i], ValueFormat.encode(r[i + 1]), in: family.handle)
+                                current[FamilyKey(family: ObjectIdentifier(family), key: r[i])] = Current(payload: r[i + 1])
+                            }
+                            return .ok
+                        case .increment(let key, let delta):
+                            let slot = FamilyKey(family: ObjectIdentifier(family), key: key)
+                            let old = current[slot] ?? Current()
+                            switch delta.flatMap({ Engine.increment(old.payload, by: $0) }) {
+                            case .failure(let e): return .error(e)
+                            case .success(let value):
+                                let payload = Bytes.decimal(value)
+                                batch.put(key, ValueFormat.encode(payload, expiresAt: old.expiresAt), in: family.handle)
+                                if let at = old.expiresAt { expirySweep.noteExpiringWrite(expiresAt: at) }
+                                current[slot] = Current(payload: payload, expiresAt: old.expiresAt)
+                                return .integer(value)
+                            }
+                        }
+                    })
+                }
+                try storage("grouped write") { try database.write(batch, options: options) }
+                return replies
+            }
+            return .success(replies)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The live values of the counters the batch increments, one MultiGet per family. Expired
+    /// values read as missing (and lose their expiry), as INCR alone treats them.
+    private func readCounters(_ counters: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)]) throws(CommandError) -> [FamilyKey: Current] {
+        var current: [FamilyKey: Current] = [:]
+        let now = Clock.milliseconds()
+        for (id, c) in counters {
+            let keys = Array(c.keys)
+            let values = try storage("counter read") {
+                try database.withValues(forKeys: keys, in: c.family.handle) { values in
+                    values.map { raw -> Current in
+                        guard let raw, let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return Current() }
+                        return Current(payload: Array(raw[h.payloadOffset...]), expiresAt: h.expiresAt)
+                    }
+                }
+            }
+            for (key, value) in zip(keys, values) { current[FamilyKey(family: id, key: key)] = value }
+        }
+        return current
+    }
+
+    /// INCRBY's arithmetic: the payload as a 64-bit integer (0 when missing) plus `delta`.
+    static func increment(_ payload: [UInt8]?, by delta: Int64) -> Result<Int64, CommandError> {
+        var base: Int64 = 0
+        if let payload {
+            guard let v = Bytes.int64(payload) else { return .failure(.notInteger) }
+            base = v
+        }
+        let (result, overflow) = base.addingReportingOverflow(delta)
+        return overflow ? .failure(.overflow) : .success(result)
+    }
+}
