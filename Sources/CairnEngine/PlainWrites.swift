@@ -134,18 +134,16 @@ extension Engine {
     private func write(_ groups: [PlainWrites]) -> Result<[[PlainReply]], CommandError> {
         var lockKeys: [(key: [UInt8], family: Family)] = []
         var counters: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)] = [:]
-        let parsed = groups.map { g in
+        for g in groups {
             let family = g.session.family
-            return g.requests.map { r in
-                let write = PlainWrite(r)
-                switch write {
+            for r in g.requests {
+                switch PlainWrite(r) {
                 case .set:
                     for i in stride(from: 1, to: r.count - 1, by: 2) { lockKeys.append((r[i], family)) }
                 case .increment(let key, _):
                     lockKeys.append((key, family))
                     counters[ObjectIdentifier(family), default: (family, [])].keys.insert(key)
                 }
-                return write
             }
         }
         let options = writeOptions
@@ -155,14 +153,18 @@ extension Engine {
                 var batch = WriteBatch()
                 var replies: [[PlainReply]] = []
                 replies.reserveCapacity(groups.count)
-                for (g, writes) in zip(groups, parsed) {
+                for g in groups {
                     let family = g.session.family
-                    replies.append(zip(g.requests, writes).map { r, write in
-                        switch write {
+                    replies.append(g.requests.map { r in
+                        switch PlainWrite(r) {
                         case .set:
                             for i in stride(from: 1, to: r.count - 1, by: 2) {
                                 batch.put(r[i], ValueFormat.encode(r[i + 1]), in: family.handle)
-                                current[FamilyKey(family: ObjectIdentifier(family), key: r[i])] = Current(payload: r[i + 1])
+                                // Only counters of this batch are tracked; a SET of one resets it.
+                                if !current.isEmpty {
+                                    let slot = FamilyKey(family: ObjectIdentifier(family), key: r[i])
+                                    if current[slot] != nil { current[slot] = Current(payload: r[i + 1]) }
+                                }
                             }
                             return .ok
                         case .increment(let key, let delta):
