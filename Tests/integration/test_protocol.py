@@ -1,6 +1,7 @@
 """The wire itself: inline commands, nc, split requests, big pipelines and values, limits."""
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -25,6 +26,15 @@ def recv_until_closed(sock, timeout=10):
         if not chunk:
             return data
         data += chunk
+
+
+def run_clients(count, client):
+    """Runs `client(t)` for t in 0..<count on as many threads at once, and waits for all."""
+    threads = [threading.Thread(target=client, args=(t,)) for t in range(count)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
 
 
 def test_inline_with_nc(server):
@@ -167,7 +177,6 @@ def test_pipelined_gets_of_a_big_value_stop_at_the_output_limit(fresh_server):
 def test_sets_of_many_clients_written_together_keep_each_clients_order(server):
     """Plain SETs of every client served in one poller round are written as one batch; each
     client must still see its own writes at once and in order, whatever the others do."""
-    import threading
     clients, rounds = 40, 150
     failures = []
 
@@ -188,11 +197,7 @@ def test_sets_of_many_clients_written_together_keep_each_clients_order(server):
         finally:
             s.close()
 
-    threads = [threading.Thread(target=client, args=(t,)) for t in range(clients)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    run_clients(clients, client)
     assert failures == []
     c = server.client()
     assert c.mget([f"mk:{t}" for t in range(clients)]) == [f"b{rounds - 1}".encode()] * clients
@@ -242,7 +247,6 @@ def test_pipelined_msets_join_the_sets_batch_and_keep_their_errors(fresh_server)
 def test_increments_of_many_clients_in_one_batch_each_count_once(server):
     """INCRs of every client in a poller round are read with one MultiGet and written with one
     batch; increments of the same counter in one batch must each see the one before."""
-    import threading
     clients, rounds = 30, 100
     seen = [[] for _ in range(clients)]
 
@@ -258,11 +262,7 @@ def test_increments_of_many_clients_in_one_batch_each_count_once(server):
         finally:
             s.close()
 
-    threads = [threading.Thread(target=client, args=(t,)) for t in range(clients)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    run_clients(clients, client)
     for replies in seen:
         assert len(replies) == rounds
         # A client's own counter: +2 then -1 each round.
