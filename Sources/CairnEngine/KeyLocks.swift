@@ -51,12 +51,12 @@ final class KeyLocks: @unchecked Sendable {
     /// Runs `body` holding the stripes of all `keys` (taken in index order, so no deadlock).
     func withLocks<R, E: Error>(_ keys: [[UInt8]], in family: Family, _ body: () throws(E) -> R) throws(E) -> R {
         if keys.count == 1 { return try withLock(keys[0], in: family, body) }
-        return try withStripes(Array(Set(keys.map { stripe(for: $0, in: family) })).sorted(), body)
+        return try withDistinctStripes(keys.map { stripe(for: $0, in: family) }, body)
     }
 
     /// Runs `body` holding the stripes of keys that may live in different families.
     func withLocks<R, E: Error>(_ keys: [(key: [UInt8], family: Family)], _ body: () throws(E) -> R) throws(E) -> R {
-        try withStripes(Array(Set(keys.map { stripe(for: $0.key, in: $0.family) })).sorted(), body)
+        try withDistinctStripes(keys.map { stripe(for: $0.key, in: $0.family) }, body)
     }
 
     /// Runs `body` holding the stripes of `keys` plus `stripes` (or every stripe when `all`).
@@ -65,7 +65,7 @@ final class KeyLocks: @unchecked Sendable {
         _ keys: [[UInt8]], in family: Family, plus stripes: [Int], all: Bool, _ body: () throws(E) -> R
     ) throws(E) -> R {
         if all { return try withAll(body) }
-        return try withStripes(Array(Set(keys.map { stripe(for: $0, in: family) } + stripes)).sorted(), body)
+        return try withDistinctStripes(keys.map { stripe(for: $0, in: family) } + stripes, body)
     }
 
     /// The version of a stripe the caller holds (no locking: the caller already has the mutex).
@@ -74,6 +74,11 @@ final class KeyLocks: @unchecked Sendable {
     /// Runs `body` holding every stripe: for commands that touch unknown keys (FLUSHDB, EXEC).
     func withAll<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         try withStripes(Array(0..<count), body)
+    }
+
+    /// Takes each stripe once, in index order (so no deadlock).
+    private func withDistinctStripes<R, E: Error>(_ stripes: [Int], _ body: () throws(E) -> R) throws(E) -> R {
+        try withStripes(Array(Set(stripes)).sorted(), body)
     }
 
     private func withStripes<R, E: Error>(_ indexes: [Int], _ body: () throws(E) -> R) throws(E) -> R {
