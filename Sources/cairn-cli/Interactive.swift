@@ -28,6 +28,7 @@ struct Interactive {
     }
 
     func run() async -> Int32 {
+        cairn_take_over_signals()
         using_history()
         stifle_history(1000)
         if let historyFile { _ = read_history(historyFile) }

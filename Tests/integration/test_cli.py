@@ -473,3 +473,46 @@ def test_shutdown_one_shot_succeeds_quietly(fresh_server):
     assert result.returncode == 0, result.stderr
     assert result.stdout == b"" and result.stderr == b""
     assert s.process.wait(10) == 0
+
+
+def prompt_on_a_pty(server):
+    """cairn-cli at its prompt on a fresh pseudo-terminal: (pid, terminal descriptor)."""
+    import pty
+    import select
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ.update({"CAIRNCLI_HISTFILE": "", "TERM": "xterm"})
+        os.execv(CLI, [CLI, "-p", str(server.port)])
+    seen, deadline = b"", time.time() + 15
+    while b"> " not in seen and time.time() < deadline:
+        if select.select([fd], [], [], 0.2)[0]:
+            seen += os.read(fd, 4096)
+    assert b"> " in seen, f"no prompt: {seen!r}"
+    return pid, fd
+
+
+def test_hangup_at_the_prompt_exits_cleanly(server):
+    """A closed terminal (tmux kill-session, a dropped SSH session) hangs up the prompt: the
+    signal and the closed terminal come together. cairn-cli must exit with 129, never crash
+    (libedit's own handler used to dereference its cleared editor: SIGSEGV in about 1 of 7)."""
+    import signal
+    outcomes = []
+    for _ in range(20):
+        pid, fd = prompt_on_a_pty(server)
+        os.killpg(pid, signal.SIGHUP)
+        os.close(fd)
+        _, status = os.waitpid(pid, 0)
+        outcomes.append(f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+    # 0: the closed terminal was read as end of input before the signal came.
+    assert set(outcomes) <= {129, 0}, outcomes
+
+
+def test_interrupt_at_the_prompt_exits_and_restores_the_terminal(server):
+    import termios
+    pid, fd = prompt_on_a_pty(server)
+    os.write(fd, b"\x03")
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 130
+    lflag = termios.tcgetattr(fd)[3]
+    assert lflag & termios.ICANON and lflag & termios.ECHO, "the terminal is back in line mode"
+    os.close(fd)
