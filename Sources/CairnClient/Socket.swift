@@ -56,6 +56,10 @@ enum Socket {
                 throw error
             }
         }
+        if isConnectedToItself(fd) {
+            Glibc.close(fd)
+            throw CairnClientError(.connection, message: "connect to \(name) failed: nothing listens there (the socket connected to itself)")
+        }
         _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -63,6 +67,24 @@ enum Socket {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         return fd
+    }
+
+    /// True when TCP's simultaneous open joined the socket to itself: with nothing listening on a
+    /// local port in the ephemeral range, the kernel can pick that very port as the source. The
+    /// socket would then echo every request back and keep the server from binding its port.
+    static func isConnectedToItself(_ fd: Int32) -> Bool {
+        var local = sockaddr_storage(), peer = sockaddr_storage()
+        var localLength = socklen_t(MemoryLayout<sockaddr_storage>.size), peerLength = localLength
+        let named = withUnsafeMutablePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &localLength) }
+        }
+        let peered = withUnsafeMutablePointer(to: &peer) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &peerLength) }
+        }
+        guard named == 0, peered == 0, localLength == peerLength else { return false }
+        return withUnsafeBytes(of: &local) { l in
+            withUnsafeBytes(of: &peer) { p in l.prefix(Int(localLength)).elementsEqual(p.prefix(Int(peerLength))) }
+        }
     }
 
     /// Writes all of `bytes`; throws on a broken connection or when the send timeout passes.

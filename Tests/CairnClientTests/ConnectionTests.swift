@@ -1,4 +1,4 @@
-import CairnClient
+@testable import CairnClient
 import CairnTestSupport
 import Foundation
 import RESP
@@ -74,7 +74,7 @@ import Testing
 /// Pooling, reconnects, timeouts, cancellation, authentication and shutdown.
 @Suite struct ConnectionLifecycleTests {
     @Test func reconnectsAfterTheServerRestarts() async throws {
-        let server = try CairndProcess()
+        let server = try CairndProcess(port: CairndProcess.freePortOutsideEphemeralRange())
         let port = server.port
         var config = CairnClientConfiguration(port: port)
         config.connectAttempts = 2
@@ -110,7 +110,7 @@ import Testing
     }
 
     @Test func backoffWaitsForAServerThatComesBack() async throws {
-        let server = try CairndProcess()
+        let server = try CairndProcess(port: CairndProcess.freePortOutsideEphemeralRange())
         let port = server.port
         server.terminate()
         var config = CairnClientConfiguration(port: port)
@@ -124,6 +124,29 @@ import Testing
         let restarted = try CairndProcess(directory: server.directory, port: port)
         defer { restarted.terminate() }
         #expect(try await pong == "PONG")
+    }
+
+    /// With nothing listening on a port in the ephemeral range, a connect can join the socket to
+    /// itself; the client must not take that echo for a server.
+    @Test func aSocketConnectedToItselfIsRecognised() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let connected = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { address -> Bool in
+                // Bound first, then connected to its own address: TCP's simultaneous open.
+                bind(fd, address, length) == 0 && getsockname(fd, address, &length) == 0 && connect(fd, address, length) == 0
+            }
+        }
+        try #require(connected)
+        #expect(Socket.isConnectedToItself(fd))
+
+        let server = try CairndProcess()
+        let toServer = try RawClient(port: server.port)
+        #expect(!Socket.isConnectedToItself(toServer.fd))
     }
 
     @Test func hundredTasksShareOneClient() async throws {

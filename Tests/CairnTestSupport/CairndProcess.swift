@@ -43,6 +43,29 @@ public final class CairndProcess {
         throw Failure(message: "cairnd did not start: \(String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self))")
     }
 
+    /// A free loopback port below the kernel's ephemeral range, for tests that stop a server and
+    /// start it again on the same port: a port the kernel hands out itself (`--port 0`) can be
+    /// taken meanwhile by another test's server or as some connection's source port.
+    public static func freePortOutsideEphemeralRange() throws -> Int {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+            .split(whereSeparator: \.isWhitespace).compactMap { Int($0) } ?? []
+        let firstEphemeral = range.first ?? 32768
+        for _ in 0..<200 {
+            let port = Int.random(in: 10_000..<max(10_001, firstEphemeral))
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = in_port_t(UInt16(port).bigEndian)
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(fd)
+            if bound == 0 { return port }
+        }
+        throw Failure(message: "no free port below \(firstEphemeral)")
+    }
+
     public struct Failure: Error {
         public var message: String
         public init(message: String) { self.message = message }
