@@ -2,6 +2,14 @@ import Foundation
 
 /// Byte-level helpers shared by handlers: Redis's exact number parsing and formatting.
 enum Bytes {
+    /// Orders keys as RocksDB's default comparator does (bytewise, a prefix first): negative,
+    /// zero or positive.
+    static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        let common = min(a.count, b.count)
+        let c = a.withUnsafeBytes { x in b.withUnsafeBytes { y in common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common) } }
+        return c != 0 ? Int(c) : a.count - b.count
+    }
+
     /// Parses a signed 64-bit decimal as Redis's `string2ll` does: no spaces, no `+`, no leading
     /// zeros, nothing after the digits.
     static func int64(_ bytes: some Collection<UInt8>) -> Int64? {

@@ -58,6 +58,36 @@ import Testing
         #expect(h.run("GET", "n") == .bulk("2"))
     }
 
+    /// The batch reaches RocksDB sorted by key; a key written many times, in one MSET or by
+    /// several connections, must still end with the write staged last, in each family.
+    @Test func theLastWriteOfAKeyWinsWhateverTheKeyOrder() throws {
+        let h = try EngineHarness()
+        let other = h.otherSession()
+        h.run("CF.CREATE", "side")
+        h.run("CF.USE", "side", on: other)
+        var groups: [(Session, [[[UInt8]]])] = []
+        var last: [String: String] = [:]  // "family/key" -> value
+        for round in 0..<4 {
+            for (name, session) in [("default", h.session), ("side", other)] {
+                var mset = ["MSET"]
+                for i in (0..<12).reversed() {
+                    let key = "k\((i * 5 + round) % 7)", value = "\(name)-\(round)-\(i)"
+                    mset += [key, value]
+                    last["\(name)/\(key)"] = value
+                }
+                groups.append((session, [mset.map { Array($0.utf8) }, Self.argv("INCR", "n\(round % 2)")]))
+            }
+        }
+        let replies = try grouped(h, groups)
+        #expect(replies.count == groups.count)
+        for (name, session) in [("default", h.session), ("side", other)] {
+            for k in 0..<7 {
+                #expect(h.run("GET", "k\(k)", on: session) == .bulk(last["\(name)/k\(k)"]!), "k\(k) in \(name)")
+            }
+            #expect(h.run("GET", "n0", on: session) == .bulk("2") && h.run("GET", "n1", on: session) == .bulk("2"))
+        }
+    }
+
     @Test func incrementKeepsALiveTTLAndDropsAnExpiredOne() async throws {
         let h = try EngineHarness()
         h.run("SET", "live", "1", "EX", "100")
