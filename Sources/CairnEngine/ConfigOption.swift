@@ -100,6 +100,7 @@ public struct ConfigOption: Sendable {
         },
         .string("loglevel", \.loglevel),
         .bytes("block-cache-size", mutable: false, \.blockCacheSize),
+        .bytes("row-cache-size", mutable: false, \.rowCacheSize),
         .bytes("write-buffer-size", mutable: false, \.writeBufferSize),
         .string("compression", mutable: false, \.compression),
         .double("bloom-bits-per-key", mutable: false, 0...64, \.bloomBitsPerKey),

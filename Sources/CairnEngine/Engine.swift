@@ -61,6 +61,7 @@ public final class Engine: @unchecked Sendable {
     package static func databaseOptions(_ c: Configuration) -> DatabaseOptions {
         var o = DatabaseOptions()
         o.blockCacheBytes = c.blockCacheSize
+        o.rowCacheBytes = c.rowCacheSize
         o.writeBufferBytes = c.writeBufferSize
         o.bloomBitsPerKey = c.bloomBitsPerKey
         o.compression = Compression(rawValue: c.compression == "no" ? "none" : c.compression) ?? .lz4

@@ -59,6 +59,8 @@ enum InfoReport {
                 ("rocksdb_memtables", String(memtables)),
                 ("rocksdb_block_cache_usage", String(cache)),
                 ("rocksdb_block_cache_capacity", String(config.blockCacheSize)),
+                ("rocksdb_row_cache_usage", String(db.rowCacheUsage)),
+                ("rocksdb_row_cache_capacity", String(config.rowCacheSize)),
             ]
         case "persistence":
             return [

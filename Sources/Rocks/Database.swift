@@ -43,6 +43,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
     struct OwnedObjects {
         var options: [OpaquePointer] = []
         var filters: [OpaquePointer] = []
+        var rowCache: OpaquePointer? = nil
     }
 
     // MARK: opening
@@ -66,6 +67,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         let cache = options.blockCacheBytes > 0 ? rocksdb_cache_create_lru(options.blockCacheBytes) : nil
         self.cache = cache
         var owned = OwnedObjects()
+        owned.rowCache = options.rowCacheBytes > 0 ? rocksdb_cache_create_lru(options.rowCacheBytes) : nil
         let dbOptions = Database.makeOptions(options, cache: cache, family: ColumnFamilyOptions(), owned: &owned)
 
         // Existing families; a new database has only "default".
@@ -90,6 +92,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
             owned.options.forEach { rocksdb_options_destroy($0) }
             owned.filters.forEach { rocksdb_compactionfilter_destroy($0) }
             if let cache { rocksdb_cache_destroy(cache) }
+            if let rowCache = owned.rowCache { rocksdb_cache_destroy(rowCache) }
         }
         let db: OpaquePointer?
         do {
@@ -167,6 +170,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
             rocksdb_options_set_memtable_whole_key_filtering(opts, 1)
         }
         if o.enableStatistics { rocksdb_options_enable_statistics(opts) }
+        if let rowCache = owned.rowCache { rocksdb_options_set_row_cache(opts, rowCache) }
         let table = rocksdb_block_based_options_create()!
         if let cache { rocksdb_block_based_options_set_block_cache(table, cache) } else { rocksdb_block_based_options_set_no_block_cache(table, 1) }
         rocksdb_block_based_options_set_block_size(table, f.blockSize ?? o.blockSize)
@@ -457,6 +461,11 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         return String(cString: p)
     }
 
+    /// Bytes held by the row cache (0 without one).
+    public var rowCacheUsage: Int {
+        ownedLock.withLock { owned.rowCache.map { Int(rocksdb_cache_get_usage($0)) } ?? 0 }
+    }
+
     public var latestSequenceNumber: UInt64 { isClosed ? 0 : rocksdb_get_latest_sequence_number(raw) }
 
     /// Writes an openable copy of the database to `directory` (must not exist); table files are
@@ -493,6 +502,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         ownedLock.withLock {
             owned.options.forEach { rocksdb_options_destroy($0) }
             owned.filters.forEach { rocksdb_compactionfilter_destroy($0) }
+            if let rowCache = owned.rowCache { rocksdb_cache_destroy(rowCache) }
             owned = OwnedObjects()
         }
     }

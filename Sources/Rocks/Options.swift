@@ -27,6 +27,10 @@ public struct DatabaseOptions: Sendable {
     public var blockCacheBytes = 256 << 20
     /// Bloom filter bits per key; 0 = none. Default 10 (about 1% false positives).
     public var bloomBitsPerKey: Double = 10
+    /// LRU cache of whole key-value pairs found in table files, checked before their blocks;
+    /// 0 = none (default). A hit skips the filter, index and data block lookups of a point read.
+    /// https://github.com/facebook/rocksdb/wiki/Row-Cache
+    public var rowCacheBytes = 0
     public var compression: Compression = .lz4
     /// Memtable size per family. Default 64 MiB.
     public var writeBufferBytes = 64 << 20

@@ -62,6 +62,23 @@ def test_info_and_config(r):
         r.config_set("port", 1)
 
 
+def test_row_cache_serves_reads_from_table_files(fresh_server):
+    s = fresh_server("--set", "row-cache-size=8mb")
+    c = s.client(decode_responses=True)
+    assert c.config_get("row-cache-size") == {"row-cache-size": "8388608"}
+    c.mset({f"row:{i}": f"value-{i}" for i in range(2000)})
+    c.execute_command("COMPACT")  # flushes the memtables: reads now come from table files
+    assert c.info("memory")["rocksdb_row_cache_usage"] == 0
+    assert c.mget([f"row:{i}" for i in range(0, 2000, 7)]) == [f"value-{i}" for i in range(0, 2000, 7)]
+    memory = c.info("memory")
+    assert memory["rocksdb_row_cache_capacity"] == 8388608
+    assert memory["rocksdb_row_cache_usage"] > 0
+    c.set("row:7", "changed")
+    assert c.get("row:7") == "changed"
+    with pytest.raises(redis.ResponseError, match="can't set immutable config"):
+        c.config_set("row-cache-size", 0)
+
+
 def test_command_table(r):
     assert r.command_count() > 60
     info = r.execute_command("COMMAND", "INFO", "get")
