@@ -36,7 +36,7 @@ struct RedisCompatibilityTests {
             let page = try await client.scan(match: "a*")
             #expect(page.keys.map(\.text) == ["a"] || !page.isComplete)
             #expect(try await client.expire("a", seconds: 100))
-            #expect((99...100).contains(try await client.ttl("a")))
+            #expect((90...100).contains(try await client.ttl("a")), "set, in seconds (a loaded machine may stall between requests)")
             #expect(try await client.persist("a"))
             try await client.rename("a", to: "a2")
             #expect(try await client.copy("a2", to: "a3"))

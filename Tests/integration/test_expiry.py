@@ -8,15 +8,15 @@ import redis
 def test_set_expiry_options(r):
     now = time.time()
     assert r.set("ex", "v", ex=100) is True
-    assert 99 <= r.ttl("ex") <= 100
+    assert 90 <= r.ttl("ex") <= 100
     assert r.set("px", "v", px=100_000) is True
-    assert 99_000 <= r.pttl("px") <= 100_000
+    assert 90_000 <= r.pttl("px") <= 100_000
     assert r.set("exat", "v", exat=int(now) + 500) is True
     assert r.expiretime("exat") == int(now) + 500
     assert r.set("pxat", "v", pxat=int(now * 1000) + 600_000) is True
     assert r.execute_command("PEXPIRETIME", "pxat") == int(now * 1000) + 600_000
     assert r.set("ex", "new", keepttl=True) is True
-    assert r.get("ex") == b"new" and 98 <= r.ttl("ex") <= 100, "KEEPTTL keeps the old expiry"
+    assert r.get("ex") == b"new" and 90 <= r.ttl("ex") <= 100, "KEEPTTL keeps the old expiry"
     assert r.set("ex", "plain") is True
     assert r.ttl("ex") == -1, "SET without KEEPTTL clears it"
     assert r.set("past", "v", pxat=int(now * 1000) - 1000) is True
@@ -25,11 +25,11 @@ def test_set_expiry_options(r):
 
 def test_setex_psetex_getex(r):
     assert r.setex("a", 100, "v") is True
-    assert 99 <= r.ttl("a") <= 100
+    assert 90 <= r.ttl("a") <= 100
     assert r.psetex("b", 100_000, "v") is True
-    assert 99_000 <= r.pttl("b") <= 100_000
+    assert 90_000 <= r.pttl("b") <= 100_000
     assert r.getex("b", px=5000) == b"v"
-    assert 4000 <= r.pttl("b") <= 5000
+    assert 3000 <= r.pttl("b") <= 5000
     at = int(time.time()) + 700
     assert r.getex("b", exat=at) == b"v"
     assert r.expiretime("b") == at
@@ -44,7 +44,7 @@ def test_expire_nx_xx_and_missing_keys(r):
     assert r.expire("k", 100, nx=True) is True
     assert r.expire("k", 200, nx=True) is False, "NX: it has one"
     assert r.expire("k", 300, xx=True) is True
-    assert 299 <= r.ttl("k") <= 300
+    assert 290 <= r.ttl("k") <= 300
     assert r.expire("k", 10, gt=True) is False
     assert r.pexpire("missing", 100) is False
     assert r.expireat("missing", int(time.time()) + 10) is False
@@ -97,8 +97,8 @@ def test_ttl_in_another_family_and_merge_keeps_it(r):
         r.set("hits", 1, ex=100)
         assert r.execute_command("MERGE", "hits", "5") is not None
         assert r.get("hits") == b"6"
-        assert 99 <= r.ttl("hits") <= 100, "MERGE keeps the TTL, as INCR does"
-        assert r.incr("hits") == 7 and 99 <= r.ttl("hits") <= 100
+        assert 90 <= r.ttl("hits") <= 100, "MERGE keeps the TTL, as INCR does"
+        assert r.incr("hits") == 7 and 90 <= r.ttl("hits") <= 100
         r.set("brief", "v", px=100)
         time.sleep(0.25)
         assert r.exists("brief") == 0
