@@ -131,16 +131,14 @@ import Testing
     @Test func aSocketConnectedToItselfIsRecognised() throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        // Bound first, then connected to its own address: TCP's simultaneous open.
+        var bound = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let connected = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { address -> Bool in
-                // Bound first, then connected to its own address: TCP's simultaneous open.
-                bind(fd, address, length) == 0 && getsockname(fd, address, &length) == 0 && connect(fd, address, length) == 0
-            }
-        }
+        let named = withLoopbackAddress(port: 0) { bind(fd, $0, $1) } == 0 && withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        } == 0
+        try #require(named)
+        let connected = withLoopbackAddress(port: Int(UInt16(bigEndian: bound.sin_port))) { connect(fd, $0, $1) } == 0
         try #require(connected)
         #expect(Socket.isConnectedToItself(fd))
 
