@@ -58,10 +58,18 @@ public final class Backups: Sendable {
     public func create(_ engine: Engine) throws(CommandError) -> BackupInfo {
         try withJob { () throws(CommandError) -> BackupInfo in
             let started = Clock.milliseconds()
-            let be = try backupEngine(engine)
             do throws(CommandError) {
+                let be = try backupEngine(engine)
                 let db = engine.database
-                let info = try engine.storage("backup") { try be.createBackup(of: db, flushFirst: true) }
+                let info = try engine.storage("backup") { () throws -> BackupInfo in
+                    do {
+                        return try be.createBackup(of: db, flushFirst: true)
+                    } catch let e as StorageError where e.code == .noSpace && e.message.contains(be.directory) {
+                        // RocksDB's message names the file it could not write: here a backup file.
+                        engine.logger.error("backup failed: \(e)")
+                        throw CommandError("ERR", "backup failed: no space left on the backup disk (\(be.directory)); the data is unchanged")
+                    }
+                }
                 engine.lastSave.store(info.timestamp, ordering: .relaxed)
                 let elapsed = Clock.milliseconds() - started
                 summary.withLock {
@@ -154,31 +162,52 @@ public final class Backups: Sendable {
 
     /// Restores backup `id` (nil: the newest) into the live data directory, online.
     ///
-    /// Checks the backup first (sizes and checksums), then, while the server has every client
-    /// paused (`ServerHooks.withClientsPaused`): closes every snapshot and iterator (their owners
-    /// get a clear error on next use), closes the database, restores the files, reopens, and
-    /// points each session at the reopened family of the same name (or `default`). WATCHed
+    /// Checks the backup first (sizes and checksums), then copies it into a staging directory
+    /// while clients are still served (`RestoreJournal.stage`: the live database is untouched,
+    /// so a crash, a full disk or any error here leaves the data as it was). Then, while the
+    /// server has every client paused (`ServerHooks.withClientsPaused`), which takes only
+    /// renames: closes every snapshot and iterator (their owners get a clear error on next
+    /// use), closes the database, switches the staged files in, reopens, and points each
+    /// session at the reopened family of the same name. A session whose family the backup does
+    /// not have gets errors until CF.USE (never silently the default family). WATCHed
     /// transactions abort and SCAN cursors are forgotten.
-    /// If the restore fails after the database was closed, the database is reopened as it is.
     public func restore(_ engine: Engine, id requested: UInt32?, caller: Session) throws(CommandError) {
         try withJob { () throws(CommandError) in
             let be = try backupEngine(engine)
             let all = try list(engine, be)
             guard let id = requested ?? all.last?.id else { throw CommandError("ERR", "there are no backups to restore") }
-            try requireExists(engine, be, id)
+            guard let info = all.first(where: { $0.id == id }) else {
+                throw CommandError("ERR", "no such backup \(id); BACKUP.LIST shows them")
+            }
             try verify(engine, be, id: id, quick: false)
             guard !restoreInProgress.exchange(true, ordering: .acquiringAndReleasing) else {
                 throw CommandError("ERR", "restore in progress")
             }
             defer { restoreInProgress.store(false, ordering: .releasing) }
+            let directory = engine.configuration.dir
+            do {
+                try RestoreJournal.stage(info, from: be, into: directory)
+            } catch {
+                engine.logger.error("restoring backup \(id) failed while copying it beside the data; the data is unchanged: \(error)")
+                throw Backups.stagingFailure(id, error)
+            }
             var result: Result<Void, CommandError> = .success(())
             let body = { (sessions: [Session]) in
-                result = Result { () throws(CommandError) in try engine.reopen(restoring: id, from: be, sessions: sessions) }
+                result = Result { () throws(CommandError) in try engine.reopen(swappingIn: id, sessions: sessions) }
             }
             if let hooks = engine.hooks { hooks.withClientsPaused(body) } else { body([caller]) }
             try result.get()
             summary.withLock { $0.lastRestoreID = id }
         }
+    }
+
+    /// The client's error for a restore that failed while staging (nothing was changed).
+    static func stagingFailure(_ id: UInt32, _ error: any Error) -> CommandError {
+        if let e = error as? StorageError, e.code == .noSpace {
+            if e.message.hasPrefix("not enough free space") { return CommandError("ERR", "\(e.message); the data is unchanged") }
+            return CommandError("ERR", "restoring backup \(id) failed: no space left on the data disk; the data is unchanged")
+        }
+        return CommandError("ERR", "restoring backup \(id) failed before it changed anything; the data is unchanged (see the server log)")
     }
 
     /// Writes an openable copy of the database to `directory` (which must not exist); table
@@ -236,31 +265,37 @@ public final class Backups: Sendable {
 }
 
 extension Engine {
-    /// Swaps the database for the restored backup `id`. Runs while no command runs (the server
-    /// pauses every worker); `sessions` are every connected client's.
-    func reopen(restoring id: UInt32, from be: BackupEngine, sessions: [Session]) throws(CommandError) {
+    /// Swaps the database for the staged backup `id` (`RestoreJournal.stage` ran). Runs while
+    /// no command runs (the server pauses every worker); `sessions` are every connected client's.
+    func reopen(swappingIn id: UInt32, sessions: [Session]) throws(CommandError) {
         for s in sessions { closeHandlesForRestore(s) }
         // Every stripe's version moves, so every WATCHed transaction aborts.
         locks.withAll {}
         scanCursors.clear()
         let old = database
-        try storage("closing the database for restore") {
-            try old.flushWAL(sync: true)
-            try old.close()
-        }
-        logger.notice("restoring backup \(id) into \(configuration.dir)")
-        var failure: CommandError? = nil
         do {
-            try RestoreJournal.restore(id, from: be, into: configuration.dir)
-        } catch {
-            failure = CommandError("ERR", "restoring backup \(id) failed; see the server log")
-            if RestoreJournal.pending(in: configuration.dir) != nil {
-                // Files may be gone: serving what is left would look like data loss. A restart
-                // finishes the restore (RestoreJournal).
-                logger.critical("restoring backup \(id) failed: \(error); the data directory is incomplete, so every command fails until cairnd restarts and finishes the restore")
-                throw CommandError("ERR", "restoring backup \(id) failed and left the data directory incomplete; restart cairnd to finish the restore (see the server log)")
+            try storage("closing the database for restore") {
+                try old.flushWAL(sync: true)
+                try old.close()
             }
-            logger.error("restoring backup \(id) failed before it changed anything: \(error); reopening the database as it is")
+        } catch {
+            RestoreJournal.abandon(configuration.dir)
+            throw error
+        }
+        logger.notice("switching in backup \(id) in \(configuration.dir)")
+        var failure: CommandError? = nil
+        do throws(RestoreJournal.SwapFailure) {
+            try RestoreJournal.swapIn(configuration.dir)
+        } catch {
+            switch error {
+            case .notStarted(let reason):
+                logger.error("restoring backup \(id) failed before it changed anything: \(reason); reopening the database as it is")
+                failure = CommandError("ERR", "restoring backup \(id) failed before it changed anything; the data is unchanged (see the server log)")
+            case .incomplete(let reason):
+                // Serving what is left would look like data loss. A restart finishes the swap.
+                logger.critical("restoring backup \(id) stopped part-way: \(reason); every command fails until cairnd restarts and finishes the restore")
+                throw CommandError("ERR", "restoring backup \(id) stopped part-way; restart cairnd to finish the restore (see the server log)")
+            }
         }
         do {
             let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats)
@@ -275,7 +310,9 @@ extension Engine {
         // keys may carry TTLs no write announced, so it starts a fresh pass.
         expirySweep.wake()
         for s in sessions {
-            let family = self.family(named: s.family.name) ?? defaultFamily
+            // A family the backup does not have keeps its closed handle, so the session's
+            // commands fail until CF.USE rather than land in another family.
+            guard let family = self.family(named: s.family.name) else { continue }
             s.family = family
             s.record.state.withLock { $0.family = family.name }
         }

@@ -50,7 +50,7 @@ public final class Engine: @unchecked Sendable {
         self.table = CommandTable.standard
         let stats = EngineStats()
         self.stats = stats
-        try RestoreJournal.finishInterrupted(in: configuration.dir, logger: logger)
+        try RestoreJournal.recover(in: configuration.dir, logger: logger)
         let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats)
         self.database = db
         self.families = Mutex(families)
@@ -82,6 +82,7 @@ public final class Engine: @unchecked Sendable {
 
     static func openDatabase(_ c: Configuration, stats: EngineStats) throws -> (Database, [String: Family], Family) {
         try makeDirectory(c.dir)
+        try refuseHalfADatabase(c.dir)
         let db = try Database.open(at: c.dir, options: databaseOptions(c)) { familyOptions($0, stats: stats) }
         let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)
         var families: [String: Family] = [:]
@@ -379,7 +380,7 @@ public final class Engine: @unchecked Sendable {
         switch error.code {
         case .noSpace: CommandError("ERR", "write failed: no space left on the data disk; reads still work")
         case .familyDropped: CommandError("ERR", "the column family was dropped; use CF.USE to pick another")
-        case .closed: CommandError("ERR", "the database is closed (restore or shutdown in progress)")
+        case .closed: CommandError("ERR", "the database or this connection's column family is closed (a restore replaced it, or the server is stopping); CF.USE picks a family")
         case .busy, .tryAgain: CommandError("ERR", "storage busy, try again")
         case .corruption: CommandError("ERR", "storage corruption detected; see the server log")
         case .ioError: CommandError("ERR", "storage I/O error; see the server log")

@@ -1,3 +1,4 @@
+import Logging
 public import Rocks
 #if canImport(Glibc)
 import Glibc
@@ -42,8 +43,9 @@ public enum OfflineTools {
     public static func restore(_ configuration: Configuration, id: UInt32?) throws -> BackupInfo {
         let dir = configuration.dir
         var st = stat()
-        // A directory an interrupted restore left is not a database yet: restore over it.
-        if stat(dir + "/CURRENT", &st) == 0 && RestoreJournal.pending(in: dir) == nil {
+        // Finish or drop what an interrupted restore left, then make sure no server uses it.
+        try RestoreJournal.recover(in: dir, logger: Logger(label: "cairnd.restore"))
+        if stat(dir + "/CURRENT", &st) == 0 {
             let db = try openExclusive(configuration, purpose: "stop it first, or use BACKUP.RESTORE on the running server")
             try db.close()
         }
@@ -58,7 +60,7 @@ public enum OfflineTools {
         }
         try be.verify(chosen.id)
         try BackupChecksums.verify(backupDirectory: be.directory, id: chosen.id)
-        try RestoreJournal.restore(chosen.id, from: be, into: dir)
+        try RestoreJournal.restore(chosen, from: be, into: dir)
         return chosen
     }
 
@@ -97,7 +99,7 @@ public enum OfflineTools {
 
     static func requireDatabase(_ dir: String) throws {
         if let pending = RestoreJournal.pending(in: dir) {
-            throw Failure("the restore of backup \(pending.backupID) into \(dir) did not finish; start cairnd (it finishes the restore) or run `cairnd restore` again")
+            throw Failure("the restore of backup \(pending.backupID) into \(dir) did not finish; start cairnd (it finishes the restore, or drops it if the data was not yet touched) or run `cairnd restore` again")
         }
         var st = stat()
         guard stat(dir + "/CURRENT", &st) == 0 else { throw Failure("no Cairn database in \(dir) (no CURRENT file)") }

@@ -12,12 +12,16 @@ public struct WriteBatch: ~Copyable {
 
     deinit { rocksdb_writebatch_destroy(raw) }
 
-    private mutating func remember(_ family: ColumnFamily?) {
-        if let family, !families.contains(where: { $0 === family }) { families.append(family) }
+    /// Notes the family so `Database.write` can check it; false when its C handle must not be
+    /// touched (dropped or, after the database closed, destroyed): the write then fails there.
+    private mutating func remember(_ family: ColumnFamily?) -> Bool {
+        guard let family else { return true }
+        if !families.contains(where: { $0 === family }) { families.append(family) }
+        return !family.isDropped
     }
 
     public mutating func put(_ key: [UInt8], _ value: [UInt8], in family: ColumnFamily? = nil) {
-        remember(family)
+        guard remember(family) else { return }
         key.withChars { k, kl in
             value.withChars { v, vl in
                 if let family { rocksdb_writebatch_put_cf(raw, family.raw, k, kl, v, vl) } else { rocksdb_writebatch_put(raw, k, kl, v, vl) }
@@ -26,14 +30,14 @@ public struct WriteBatch: ~Copyable {
     }
 
     public mutating func delete(_ key: [UInt8], in family: ColumnFamily? = nil) {
-        remember(family)
+        guard remember(family) else { return }
         key.withChars { k, kl in
             if let family { rocksdb_writebatch_delete_cf(raw, family.raw, k, kl) } else { rocksdb_writebatch_delete(raw, k, kl) }
         }
     }
 
     public mutating func merge(_ key: [UInt8], _ operand: [UInt8], in family: ColumnFamily? = nil) {
-        remember(family)
+        guard remember(family) else { return }
         key.withChars { k, kl in
             operand.withChars { v, vl in
                 if let family { rocksdb_writebatch_merge_cf(raw, family.raw, k, kl, v, vl) } else { rocksdb_writebatch_merge(raw, k, kl, v, vl) }
@@ -43,7 +47,7 @@ public struct WriteBatch: ~Copyable {
 
     /// Deletes `[from, to)`.
     public mutating func deleteRange(from: [UInt8], to: [UInt8], in family: ColumnFamily? = nil) {
-        remember(family)
+        guard remember(family) else { return }
         from.withChars { b, bl in
             to.withChars { e, el in
                 if let family { rocksdb_writebatch_delete_range_cf(raw, family.raw, b, bl, e, el) } else { rocksdb_writebatch_delete_range(raw, b, bl, e, el) }

@@ -24,15 +24,21 @@ import Testing
         #expect(h.run("DBSIZE") == .integer(0))
     }
 
-    @Test func restoreFallsBackToDefaultWhenTheFamilyIsGone() throws {
+    /// A session whose family the backup lacks is not moved to `default` behind its back: its
+    /// data commands fail, saying what to do, until CF.USE.
+    @Test func restoreLeavesASessionWhoseFamilyIsGoneWithoutAFamily() throws {
         let h = try EngineHarness()
         h.run("SET", "k", "v")
         #expect(h.run("BACKUP.CREATE") == .integer(1))
         #expect(h.run("CF.CREATE", "later") == .ok)
         #expect(h.run("CF.USE", "later") == .ok)
         #expect(h.run("BACKUP.RESTORE", "LATEST") == .ok)
-        #expect(h.run("GET", "k") == .bulk("v"))
+        let refused = RESPValue.error("ERR the database or this connection's column family is closed (a restore replaced it, or the server is stopping); CF.USE picks a family")
+        #expect(h.run("GET", "k") == refused)
+        #expect(h.run("SET", "k", "other") == refused)
         #expect(h.run("CF.LIST") == .array([.bulk("default")]))
+        #expect(h.run("CF.USE", "default") == .ok)
+        #expect(h.run("GET", "k") == .bulk("v"))
     }
 
     @Test func errorsAreClear() throws {

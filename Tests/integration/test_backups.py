@@ -2,6 +2,7 @@
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -430,3 +431,44 @@ def test_ttls_survive_backup_and_restore_and_restored_keys_expire_unread(fresh_s
     while time.time() < deadline and c.info("stats")["expired_keys"] - expired_before < 499:
         time.sleep(0.2)
     assert c.info("stats")["expired_keys"] - expired_before == 499
+
+
+def test_a_failed_bgsave_is_reported_as_failed(fresh_server, tmp_path):
+    # The backup directory cannot be created: a plain file stands where a folder would be.
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("x")
+    s = fresh_server("--set", f"backup-dir={blocker / 'backups'}")
+    c = s.client()
+    c.set("k", "v")
+    info = c.info("persistence")
+    assert info["last_backup_status"] == "ok" and info["rdb_last_bgsave_status"] == "ok"
+    assert c.bgsave() is True
+    deadline = time.time() + 20
+    while c.info("persistence")["backup_in_progress"] == 1 and time.time() < deadline:
+        time.sleep(0.05)
+    info = c.info("persistence")
+    assert info["last_backup_status"] == "err"
+    assert info["rdb_last_bgsave_status"] == "err"
+    with pytest.raises(redis.ResponseError):
+        c.execute_command("BACKUP.CREATE")
+
+
+def test_a_full_backup_disk_is_named_as_the_backup_disk(fresh_server):
+    directory = tempfile.mkdtemp(prefix="cairnd-backup-full-")
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", directory], capture_output=True, text=True)
+    if mount.returncode != 0:
+        os.rmdir(directory)
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mount.stderr.strip()}")
+    try:
+        s = fresh_server("--set", f"backup-dir={directory}/backups")
+        c = s.client()
+        write(c, "k", 4000, size=1000)  # ~8 MB of incompressible text, twice the backup disk
+        with pytest.raises(redis.ResponseError) as failed:
+            c.execute_command("BACKUP.CREATE")
+        assert str(failed.value) == f"backup failed: no space left on the backup disk ({directory}/backups); the data is unchanged"
+        assert c.info("persistence")["last_backup_status"] == "err"
+        # The data disk is fine: writes go on.
+        assert c.set("after", "x") is True and c.dbsize() == 4001
+    finally:
+        subprocess.run(["umount", "-l", directory])
+        os.rmdir(directory)
