@@ -49,8 +49,12 @@ public struct Configuration: Sendable, Equatable {
     public var protoMaxBulkLen = 512 * 1024 * 1024
     /// Most bytes of unparsed requests kept for one client. Default 1 GiB.
     public var clientQueryBufferLimit = 1024 * 1024 * 1024
-    /// Most bytes of pending replies for one client before it is disconnected. Default 256 MiB.
-    public var clientOutputBufferLimit = 256 * 1024 * 1024
+    /// Most bytes of pending replies for one client before it is disconnected; 0 (the
+    /// default, as Redis's `normal 0 0 0`): no limit. A client that does not read is not served
+    /// further once about 1 MiB of replies wait, whatever this says, so it costs about one
+    /// reply; a limit only closes it sooner. A limit below `max-value-size` means values
+    /// larger than it can be stored but not read back.
+    public var clientOutputBufferLimit = 0
     /// WAL sync policy, as Redis's appendfsync: `always` (sync before replying; concurrent writers
     /// share one sync), `everysec` (default: sync once a second, a process crash loses nothing, an
     /// OS crash at most about a second), `no` (the OS decides).

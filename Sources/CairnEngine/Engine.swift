@@ -284,24 +284,28 @@ public final class Engine: @unchecked Sendable {
     /// memtables and table files for the group, all read at one sequence number (as if they ran
     /// back to back with no write between, which a pipeline allows), values copied once, from
     /// RocksDB's pinned memory into the replies. Expired values read as missing; the sweep
-    /// deletes them. Writing stops once `out` holds more than `stopPast` bytes: the caller
-    /// closes a client whose replies pass its output limit, so the rest would never be sent,
-    /// and memory stays bounded by the limit plus one value.
-    public func executePlainGets(_ requests: [[[UInt8]]], session: Session, out: inout RESPWriter, stopPast: Int = .max) {
+    /// deletes them. Once `out` holds more than `stopPast` bytes no more replies are written
+    /// (at least one always is): returns how many requests were answered, from the first; the
+    /// caller runs the rest later, once the client has read, so a run of big values costs the
+    /// server about `stopPast` plus one value, not the whole run.
+    @discardableResult
+    public func executePlainGets(_ requests: [[[UInt8]]], session: Session, out: inout RESPWriter, stopPast: Int = .max) -> Int {
         guard requests.count > 1 else {
             execute(requests[0], session: session, out: &out)
-            return
+            return 1
         }
-        stats.commandsProcessed.increment(by: requests.count)
         var options = ReadOptions()
         options.snapshot = session.readSnapshot?.snapshot
         let handle = session.family.handle
         let now = Clock.milliseconds()
         do {
-            let hits = try storage("grouped GET") {
+            let (answered, hits) = try storage("grouped GET") {
                 try database.withValues(forKeys: requests.map { $0[1] }, in: handle, options: options) { values in
+                    var answered = 0
                     var hits = 0
-                    for value in values where out.bytes.count <= stopPast {
+                    for value in values {
+                        if answered > 0 && out.bytes.count > stopPast { break }
+                        answered += 1
                         if let payload = ValueFormat.livePayload(of: value, now: now) {
                             out.bulk(payload)
                             hits += 1
@@ -309,13 +313,17 @@ public final class Engine: @unchecked Sendable {
                             out.null()
                         }
                     }
-                    return hits
+                    return (answered, hits)
                 }
             }
+            stats.commandsProcessed.increment(by: answered)
             stats.keyspaceHits.increment(by: hits)
-            stats.keyspaceMisses.increment(by: requests.count - hits)
+            stats.keyspaceMisses.increment(by: answered - hits)
+            return answered
         } catch {
+            stats.commandsProcessed.increment(by: requests.count)
             for _ in requests { reply(error, to: &out) }
+            return requests.count
         }
     }
 

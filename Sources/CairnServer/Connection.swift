@@ -131,14 +131,19 @@ final class Connection: @unchecked Sendable {
         while !closed && !awaitingDeferred && !awaitingStagedWrites {
             let pending = writer.bytes.count - sent
             if pending > Connection.flushThreshold {
-                // Redis's rule: replies queue up to the output limit, then the client is closed.
+                // Redis's rule: a client whose replies pass the output limit is closed.
                 if pending > worker.limits.outputBufferLimit && worker.limits.outputBufferLimit > 0 {
                     overLimit(pending)
                     return
                 }
                 flush()
-                // Replies held for a WAL sync cannot drain; resume when the sync is done.
-                if writer.bytes.count - sent > Connection.flushThreshold && sendLimit - base == sent { break }
+                // Backpressure: while the client has not read what waits (or replies are held
+                // for a WAL sync), its next requests wait too, so a client that never reads
+                // costs about one reply, not the replies to everything it asked for, and never
+                // holds the worker. `writable` (or `syncDone`) resumes once it drained. The
+                // requests are still read, so a client that sends everything before reading
+                // cannot deadlock against us.
+                if writer.bytes.count - sent > Connection.flushThreshold { break }
             }
             guard let argv = nextRequest() else { break }
             let replyStart = base + writer.bytes.count
@@ -148,10 +153,10 @@ final class Connection: @unchecked Sendable {
                 worker.stage(group(from: argv, while: engine.isPlainWrite), from: self)
                 break
             } else if engine.isPlainGet(argv, session: session) {
-                let limit = worker.limits.outputBufferLimit
-                engine.executePlainGets(
-                    group(from: argv, while: engine.isPlainGet, upTo: Connection.maxGroupedGets), session: session, out: &writer,
-                    stopPast: limit > 0 ? sent + limit : .max)
+                let gets = group(from: argv, while: engine.isPlainGet, upTo: Connection.maxGroupedGets)
+                let answered = engine.executePlainGets(gets, session: session, out: &writer, stopPast: sent + Connection.flushThreshold)
+                // The rest run after the client read these (backpressure, above).
+                heldBack.insert(contentsOf: gets[answered...], at: 0)
             } else {
                 engine.execute(argv, session: session, out: &writer)
             }
@@ -172,7 +177,7 @@ final class Connection: @unchecked Sendable {
             }
         }
         // A protocol error met while grouping writes is answered after them.
-        if let error = protocolError, lookahead == nil, !awaitingStagedWrites {
+        if let error = protocolError, heldBack.isEmpty, !awaitingStagedWrites {
             protocolError = nil
             writer.error("ERR \(error.message)")
             worker.logger.info("protocol error from client \(session.id) (\(session.record.address)): \(error.message)")
@@ -239,14 +244,14 @@ final class Connection: @unchecked Sendable {
     }
 
     /// `first` and the requests right after it that `belongs` accepts (at most `limit`); the
-    /// first that does not waits in `lookahead`.
+    /// first that does not waits in `heldBack`.
     private func group(
         from first: [[UInt8]], while belongs: ([[UInt8]], Session) -> Bool, upTo limit: Int = Connection.maxGrouped
     ) -> [[[UInt8]]] {
         var group = [first]
         while group.count < limit, let next = nextRequest() {
             guard belongs(next, session) else {
-                lookahead = next
+                heldBack.insert(next, at: 0)
                 break
             }
             group.append(next)
@@ -254,8 +259,9 @@ final class Connection: @unchecked Sendable {
         return group
     }
 
-    /// A request held back while grouping.
-    private var lookahead: [[UInt8]]? = nil
+    /// Requests taken from the parser but not run yet, in order: the one that ended a group,
+    /// and grouped GETs left for after the client reads.
+    private var heldBack: [[[UInt8]]] = []
     /// A protocol error met while looking ahead; reported after the requests before it ran.
     private var protocolError: RESPProtocolError? = nil
     static let maxGrouped = 1024
@@ -265,10 +271,7 @@ final class Connection: @unchecked Sendable {
     static let maxGroupedGets = 16
 
     private func nextRequest() -> [[UInt8]]? {
-        if let l = lookahead {
-            lookahead = nil
-            return l
-        }
+        if !heldBack.isEmpty { return heldBack.removeFirst() }
         guard protocolError == nil else { return nil }
         do {
             return try parser.next()
