@@ -81,9 +81,12 @@ public final class Family: Sendable {
     }
 }
 
+/// A WATCHed key: its lock stripe's version when watched, and its expiry when it was live and
+/// expiring (EXEC aborts once that instant passes).
 struct WatchedKey {
     var stripe: Int
     var version: UInt64
+    var expiresAt: Int64?
 }
 
 /// A snapshot owned by one connection.

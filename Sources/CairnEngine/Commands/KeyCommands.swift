@@ -123,6 +123,8 @@ enum KeyCommands {
                 batch.delete(from, in: call.family.handle)
                 let options = call.engine.writeOptions
                 try call.engine.storage("rename") { try call.database.write(batch, options: options) }
+                call.engine.locks.changed(to, in: call.family)
+                call.engine.locks.changed(from, in: call.family)
             }
             return true
         }
@@ -240,7 +242,9 @@ enum KeyCommands {
                 tx.batch.deleteRange(from: [], to: last + [0], in: handle)
                 tx.overlay[family.name] = [:]
                 tx.cleared.insert(family.name)
+                tx.changedUnknownKeys = true
             } else {
+                // Every stripe: any watched key of the family may be among those deleted.
                 try call.engine.locks.withAll { () throws(CommandError) in
                     try call.engine.storage("flush") { try call.database.deleteRange(from: [], to: last + [0], in: handle, options: options) }
                 }
