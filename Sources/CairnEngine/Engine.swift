@@ -263,6 +263,11 @@ public final class Engine: @unchecked Sendable {
             reply(refusal, to: &out)
             return
         }
+        if session.inTransaction && command.flags.contains(.noTransaction) {
+            session.transactionFailed = true
+            reply(CommandError("ERR", "Command not allowed inside a transaction"), to: &out)
+            return
+        }
         if session.inTransaction && !command.flags.contains(.noMulti) {
             session.queued?.append(argv)
             out.simpleString("QUEUED")

@@ -8,11 +8,11 @@ import Rocks
 /// A family's merge operator is recorded in the `cairn.meta` family so it survives restarts.
 enum FamilyCommands {
     static let all: [Command] = [
-        Command("cf.create", arity: -2, flags: [.write, .admin], group: "cairn",
+        Command("cf.create", arity: -2, flags: [.write, .admin, .noTransaction], group: "cairn",
                 summary: "Creates a column family, optionally with a merge operator and its own table options.",
                 arguments: "name [MERGE add|append|max|min] [COMPRESSION no|snappy|zlib|lz4|zstd] [BLOOM bits] [BLOCKSIZE bytes]",
                 handler: create),
-        Command("cf.drop", arity: 2, flags: [.write, .admin], group: "cairn",
+        Command("cf.drop", arity: 2, flags: [.write, .admin, .noTransaction], group: "cairn",
                 summary: "Drops a column family and all its keys at once; the space is reclaimed as its files go.",
                 arguments: "name") { call, out throws(CommandError) in
             let name = call.text(1)
