@@ -145,9 +145,10 @@ enum KeyCommands {
             i += 1
         }
         let (from, to) = (call[1], call[2])
+        // Redis checks this before looking the source up, so a missing key errs too.
+        guard from != to else { throw CommandError("ERR", "source and destination objects are the same") }
         let copied = try call.locked([from, to]) { () throws(CommandError) -> Bool in
             guard let value = try call.read(from) else { return false }
-            if from == to { return false }
             if !replace, try call.exists(to) { return false }
             try call.write(to, value.payload, expiresAt: value.expiresAt)
             return true
