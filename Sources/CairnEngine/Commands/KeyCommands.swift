@@ -202,7 +202,7 @@ enum KeyCommands {
         }
         out.arrayHeader(2)
         if more, let last {
-            out.bulk(String(call.engine.scanCursors.save(family: call.family.name, after: last)))
+            out.bulk(String(call.engine.scanCursors.save(family: call.family.name, after: last, owner: call.session.id)))
         } else {
             out.bulk("0")
         }
