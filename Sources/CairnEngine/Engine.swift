@@ -177,8 +177,8 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
-    /// Snapshots held by all connections (capped by `max-snapshots`).
-    let snapshotCount = Atomic<Int>(0)
+    /// Snapshots held by all connections and by each user (`max-snapshots`, `max-snapshots-per-user`).
+    let snapshotQuota = SnapshotQuota()
     /// Ids for snapshots and iterators, unique server-wide.
     let nextHandleID = Atomic<Int64>(1)
 
@@ -206,7 +206,7 @@ public final class Engine: @unchecked Sendable {
 
     func release(_ snap: OwnedSnapshot) {
         snap.snapshot.release()
-        snapshotCount.add(-1, ordering: .relaxed)
+        snapshotQuota.release(for: snap.user)
     }
 
     /// Releases snapshots past `snapshot-max-age` and closes iterators idle past

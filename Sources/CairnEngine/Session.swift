@@ -94,11 +94,14 @@ final class OwnedSnapshot {
     let id: Int64
     let snapshot: Snapshot
     let createdAt: Int64
+    /// The user it counts against (`max-snapshots-per-user`), as logged in when it was made.
+    let user: String
 
-    init(id: Int64, snapshot: Snapshot, createdAt: Int64) {
+    init(id: Int64, snapshot: Snapshot, createdAt: Int64, user: String) {
         self.id = id
         self.snapshot = snapshot
         self.createdAt = createdAt
+        self.user = user
     }
 }
 
