@@ -44,6 +44,24 @@ def empty_exec(c):
     assert c.execute_command("EXEC") == []
 
 
+def empty_exec_watching_the_key(c):
+    assert c.execute_command("WATCH", "w") is True
+    empty_exec(c)
+
+
+def exec_aborted_by_its_own_watch(c):
+    # Another client watches the key too, loses its own race on another key, and its EXEC
+    # (which names the key) aborts without writing anything.
+    assert c.execute_command("WATCH", "w", "race") is True
+    kwargs = c.connection_pool.connection_kwargs
+    third = redis.Redis(host=kwargs["host"], port=kwargs["port"])
+    third.set("race", "won")
+    third.close()
+    c.execute_command("MULTI")
+    c.execute_command("SET", "w", "never")
+    assert c.execute_command("EXEC") is None
+
+
 def read_only_exec(c):
     with c.pipeline(transaction=True) as p:
         p.get("w")
@@ -71,6 +89,8 @@ NO_OPS = {
     "empty EXEC": empty_exec,
     "read-only EXEC": read_only_exec,
     "aborted EXEC": aborted_exec,
+    "empty EXEC of a client watching the key": empty_exec_watching_the_key,
+    "EXEC aborted by its own WATCH": exec_aborted_by_its_own_watch,
     "SET NX on an existing key": lambda c: raw(c, "SET", "w", "other", "NX"),
     "SETNX on an existing key": lambda c: raw(c, "SETNX", "w", "other"),
     "GET": lambda c: raw(c, "GET", "w"),
