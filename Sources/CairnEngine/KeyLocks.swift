@@ -95,10 +95,9 @@ final class KeyLocks: @unchecked Sendable {
     /// Runs `body` holding every stripe, then moves every version: for changes to unknown keys
     /// (FLUSHDB, DELRANGE, CF.DROP, an online restore), so every WATCH fires.
     func withAll<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        let all = Array(0..<count)
-        return try withStripes(all) { () throws(E) -> R in
+        try withEveryStripe { () throws(E) -> R in
             let result = try body()
-            for i in all { versions[i] &+= 1 }
+            changedEveryStripe()
             return result
         }
     }
