@@ -203,18 +203,19 @@ def test_merge_aborts_a_watcher(server):
 def test_expiry_of_the_key_aborts_a_watcher(server):
     c = server.client()
     c.flushall()
-    c.set("w", "short-lived", px=300)
+    # A second of life, so a stalled machine still watches it live.
+    c.set("w", "short-lived", px=1000)
     w = server.client()
     w.execute_command("WATCH", "w")
-    time.sleep(0.6)  # expires, with no command touching it
+    time.sleep(1.5)  # expires, with no command touching it
     w.execute_command("MULTI")
     w.execute_command("SET", "w", "x")
     assert w.execute_command("EXEC") is None
 
     # Deleted by lazy expiry (a read) between WATCH and EXEC.
-    c.set("w", "short-lived", px=300)
+    c.set("w", "short-lived", px=1000)
     w.execute_command("WATCH", "w")
-    time.sleep(0.6)
+    time.sleep(1.5)
     assert c.get("w") is None
     w.execute_command("MULTI")
     w.execute_command("SET", "w", "x")
