@@ -54,6 +54,7 @@ public struct Command: Sendable {
             if contains(.fast) { out.append("fast") }
             if contains(.loading) { out.append("loading") }
             if contains(.stale) { out.append("stale") }
+            if contains(.noTransaction) { out.append("no_multi") }
             return out
         }
     }

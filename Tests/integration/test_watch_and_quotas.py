@@ -272,6 +272,9 @@ def test_multi_refuses_commands_outside_the_write_batch(server, argv):
     assert c.get("a") is None
     families = c.execute_command("CF.LIST")
     assert b"doomed" in families and b"newborn" not in families
+    # COMMAND INFO says so, as Redis does for its no-multi commands.
+    info = c.execute_command("COMMAND", "INFO", argv[0])
+    assert "no_multi" in info[argv[0].lower()]["flags"]
 
 
 def test_copy_onto_itself_is_an_error(server):
