@@ -277,6 +277,18 @@ def test_multi_refuses_commands_outside_the_write_batch(server, argv):
     assert "no_multi" in info[argv[0].lower()]["flags"]
 
 
+def test_flushdb_inside_exec_removes_keys_written_earlier_in_it(server):
+    c = server.client()
+    c.flushall()
+    with c.pipeline(transaction=True) as p:
+        p.set("a", "1")
+        p.flushdb()
+        p.get("a")
+        p.set("b", "2")
+        assert p.execute() == [True, True, None, True]
+    assert c.get("a") is None and c.get("b") == b"2"
+
+
 def test_copy_onto_itself_is_an_error(server):
     c = server.client()
     c.flushall()

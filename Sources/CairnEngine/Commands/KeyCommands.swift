@@ -244,20 +244,25 @@ enum KeyCommands {
                     return cursor.isValid ? cursor.key : nil
                 }
             }
-            guard let last else { continue }
-            let options = call.engine.writeOptions
             if let tx = call.session.transaction {
-                tx.batch.deleteRange(from: [], to: last + [0], in: handle)
+                // Past the stored keys and the ones written earlier in this EXEC, which the
+                // database does not hold yet.
+                let staged = tx.endPastStagedKeys(in: family.name)
+                if let end = [last.map { $0 + [0] }, staged].compactMap({ $0 }).max(by: { $0.lexicographicallyPrecedes($1) }) {
+                    tx.batch.deleteRange(from: [], to: end, in: handle)
+                    tx.changedUnknownKeys = true
+                }
                 tx.overlay[family.name] = [:]
                 tx.cleared.insert(family.name)
-                tx.changedUnknownKeys = true
-            } else {
-                // Every stripe: any watched key of the family may be among those deleted.
-                try call.engine.locks.withAll { () throws(CommandError) in
-                    try call.engine.storage("flush") { try call.database.deleteRange(from: [], to: last + [0], in: handle, options: options) }
-                }
-                emptied.append((family, last + [0]))
+                continue
             }
+            guard let last else { continue }
+            let options = call.engine.writeOptions
+            // Every stripe: any watched key of the family may be among those deleted.
+            try call.engine.locks.withAll { () throws(CommandError) in
+                try call.engine.storage("flush") { try call.database.deleteRange(from: [], to: last + [0], in: handle, options: options) }
+            }
+            emptied.append((family, last + [0]))
         }
         guard !emptied.isEmpty else {
             out.simpleString("OK")
