@@ -39,6 +39,10 @@ public struct Command: Sendable {
         public static let noScript = Flags(rawValue: 1 << 6)
         public static let loading = Flags(rawValue: 1 << 7)
         public static let stale = Flags(rawValue: 1 << 8)
+        /// Refused inside MULTI, which then fails EXEC (EXECABORT): the command acts outside
+        /// the transaction's write batch (CF.CREATE, CF.DROP, backups, COMPACT), so running it
+        /// from EXEC could not be atomic with the rest. Redis's `no-multi`.
+        public static let noTransaction = Flags(rawValue: 1 << 9)
 
         /// Names as `COMMAND INFO` prints them.
         public var names: [String] {
@@ -50,6 +54,7 @@ public struct Command: Sendable {
             if contains(.fast) { out.append("fast") }
             if contains(.loading) { out.append("loading") }
             if contains(.stale) { out.append("stale") }
+            if contains(.noTransaction) { out.append("no_multi") }
             return out
         }
     }

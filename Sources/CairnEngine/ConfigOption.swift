@@ -110,6 +110,7 @@ public struct ConfigOption: Sendable {
         .int("io-threads", mutable: false, min: 1, \.ioThreads),
         .int("max-snapshots-per-client", \.maxSnapshotsPerClient),
         .int("max-snapshots", \.maxSnapshots),
+        .int("max-snapshots-per-user", \.maxSnapshotsPerUser),
         .int("snapshot-max-age", \.snapshotMaxAge),
         .int("max-iterators-per-client", \.maxIteratorsPerClient),
         .int("iterator-idle-timeout", \.iteratorIdleTimeout),

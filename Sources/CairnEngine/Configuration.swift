@@ -92,6 +92,9 @@ public struct Configuration: Sendable, Equatable {
     public var maxSnapshotsPerClient = 16
     /// Snapshots the whole server may hold. Default 1024.
     public var maxSnapshots = 1024
+    /// Snapshots one ACL user may hold across all its connections, so one user cannot take
+    /// the whole of `maxSnapshots` from the others. Default 256.
+    public var maxSnapshotsPerUser = 256
     /// A snapshot older than this many seconds is released (so a forgotten one cannot pin old
     /// data forever); 0 never. Default 3600.
     public var snapshotMaxAge = 3600

@@ -178,8 +178,8 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
-    /// Snapshots held by all connections (capped by `max-snapshots`).
-    let snapshotCount = Atomic<Int>(0)
+    /// Snapshots held by all connections and by each user (`max-snapshots`, `max-snapshots-per-user`).
+    let snapshotQuota = SnapshotQuota()
     /// Ids for snapshots and iterators, unique server-wide.
     let nextHandleID = Atomic<Int64>(1)
 
@@ -207,7 +207,7 @@ public final class Engine: @unchecked Sendable {
 
     func release(_ snap: OwnedSnapshot) {
         snap.snapshot.release()
-        snapshotCount.add(-1, ordering: .relaxed)
+        snapshotQuota.release(for: snap.user)
     }
 
     /// Releases snapshots past `snapshot-max-age` and closes iterators idle past
@@ -262,6 +262,11 @@ public final class Engine: @unchecked Sendable {
                 logger.info("refused '\(command.name)' to user \(session.user) (client \(session.id), \(session.record.address))")
             }
             reply(refusal, to: &out)
+            return
+        }
+        if session.inTransaction && command.flags.contains(.noTransaction) {
+            session.transactionFailed = true
+            reply(CommandError("ERR", "Command not allowed inside a transaction"), to: &out)
             return
         }
         if session.inTransaction && !command.flags.contains(.noMulti) {

@@ -189,6 +189,8 @@ public final class ExpirySweep: Sendable {
             guard checked != nil else { return 0 }
             guard count > 0 else { return 0 }
             do {
+                // No `KeyLocks.changed`: expired keys were already gone for readers, and a WATCH
+                // taken before they expired fires on their expiry (WatchedKey.expiresAt).
                 try engine.database.write(batch, options: engine.writeOptions)
                 return count
             } catch {

@@ -17,6 +17,11 @@ final class Transaction {
     /// Ranges `[lower, end)` DELRANGE'd inside this transaction, per family: keys in them not
     /// written again since read as missing.
     var deletedRanges: [String: [(lower: [UInt8], end: [UInt8])]] = [:]
+    /// Lock stripes of the keys this transaction wrote: EXEC moves their versions once the
+    /// batch committed, so WATCHes fire only for a transaction that changed something.
+    var changedStripes: Set<Int> = []
+    /// Set by FLUSHDB and DELRANGE inside the transaction: any key may change.
+    var changedUnknownKeys = false
 
     /// What this transaction staged for `key`: `.some(bytes)`, `.some(nil)` when it deleted
     /// the key (directly, by FLUSHDB or by DELRANGE), or nil when the database decides.
@@ -32,6 +37,7 @@ final class Transaction {
     /// Stages a range deletion: later reads of the transaction see the range empty.
     func deleteRange(from lower: [UInt8], to end: [UInt8], in family: Family) {
         batch.deleteRange(from: lower, to: end, in: family.handle)
+        changedUnknownKeys = true
         deletedRanges[family.name, default: []].append((lower, end))
         if var staged = overlay[family.name] {
             for key in staged.keys where !key.lexicographicallyPrecedes(lower) && key.lexicographicallyPrecedes(end) {
@@ -62,7 +68,8 @@ extension Call {
         return o
     }
 
-    /// Runs `body` holding the write locks of `keys` (already held inside EXEC).
+    /// Runs `body` holding the write locks of `keys` (already held inside EXEC). A write in
+    /// `body` that changes a key records it (`KeyLocks.changed`), which fires WATCHes.
     func locked<R>(_ keys: [[UInt8]], _ body: () throws(CommandError) -> R) throws(CommandError) -> R {
         if session.transaction != nil || session.holdsKeyLocks { return try body() }
         session.holdsKeyLocks = true
@@ -137,22 +144,26 @@ extension Call {
         if let tx = session.transaction {
             tx.batch.put(key, stored, in: family.handle)
             tx.overlay[family.name, default: [:]][key] = .some(stored)
+            tx.changedStripes.insert(engine.locks.stripe(for: key, in: family))
             return
         }
         let handle = family.handle
         let options = engine.writeOptions
         try engine.storage("write") { try database.put(key, stored, in: handle, options: options) }
+        engine.locks.changed(key, in: family)
     }
 
     func remove(_ key: [UInt8]) throws(CommandError) {
         if let tx = session.transaction {
             tx.batch.delete(key, in: family.handle)
             tx.overlay[family.name, default: [:]][key] = .some(nil)
+            tx.changedStripes.insert(engine.locks.stripe(for: key, in: family))
             return
         }
         let handle = family.handle
         let options = engine.writeOptions
         try engine.storage("delete") { try database.delete(key, in: handle, options: options) }
+        engine.locks.changed(key, in: family)
     }
 
     /// Applies several puts and deletes atomically (MSET, DEL of many keys, RENAME).
@@ -167,6 +178,8 @@ extension Call {
         for k in deletes { batch.delete(k, in: family.handle) }
         let options = engine.writeOptions
         try engine.storage("batch write") { try database.write(batch, options: options) }
+        for (k, _) in puts { engine.locks.changed(k, in: family) }
+        for k in deletes { engine.locks.changed(k, in: family) }
     }
 
     /// Deletes a key found expired on read, unless it was rewritten meanwhile.
@@ -181,6 +194,8 @@ extension Call {
                 raw.flatMap { ValueFormat.header(of: $0) }?.isExpired(now: Clock.milliseconds()) ?? false
             }) ?? false
             if stillExpired, (try? engine.database.delete(key, in: handle, options: engine.writeOptions)) != nil {
+                // No `changed`: the key ceased to exist when it expired, and a WATCH of it
+                // before then fires on its expiry (WatchedKey.expiresAt); this changes nothing.
                 engine.stats.expiredKeys.increment()
             }
         }

@@ -142,6 +142,11 @@ extension Engine {
             for i in order { batch.put(entries[i].key, entries[i].value, in: entries[i].family.handle) }
             return batch
         }
+
+        /// Fires the WATCHes of the written keys, once the batch landed (their stripes are held).
+        func markChanged(in locks: KeyLocks) {
+            for e in entries { locks.changed(e.key, in: e.family) }
+        }
     }
 
     /// A key in one family, for the values the batch reads and writes.
@@ -210,6 +215,7 @@ extension Engine {
                 }
                 let batch = puts.batch()
                 try storage("grouped write") { try database.write(batch, options: options) }
+                puts.markChanged(in: locks)
                 return replies
             }
             return .success(replies)

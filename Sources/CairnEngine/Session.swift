@@ -81,9 +81,12 @@ public final class Family: Sendable {
     }
 }
 
+/// A WATCHed key: its lock stripe's version when watched, and its expiry when it was live and
+/// expiring (EXEC aborts once that instant passes).
 struct WatchedKey {
     var stripe: Int
     var version: UInt64
+    var expiresAt: Int64?
 }
 
 /// A snapshot owned by one connection.
@@ -91,11 +94,14 @@ final class OwnedSnapshot {
     let id: Int64
     let snapshot: Snapshot
     let createdAt: Int64
+    /// The user it counts against (`max-snapshots-per-user`), as logged in when it was made.
+    let user: String
 
-    init(id: Int64, snapshot: Snapshot, createdAt: Int64) {
+    init(id: Int64, snapshot: Snapshot, createdAt: Int64, user: String) {
         self.id = id
         self.snapshot = snapshot
         self.createdAt = createdAt
+        self.user = user
     }
 }
 

@@ -20,7 +20,7 @@ import Rocks
 /// clients are served meanwhile; the issuing client's next request waits for the reply.
 enum BackupCommands {
     static let all: [Command] = [
-        Command("backup.create", arity: 1, flags: [.admin], group: "cairn",
+        Command("backup.create", arity: 1, flags: [.admin, .noTransaction], group: "cairn",
                 summary: "Flushes and backs up the database (incrementally); returns the backup id.") { call, out throws(CommandError) in
             let engine = call.engine
             call.deferReply(&out) { (w: inout RESPWriter) throws(CommandError) in
@@ -42,7 +42,7 @@ enum BackupCommands {
                 }
             }
         },
-        Command("backup.verify", arity: -2, flags: [.admin], group: "cairn",
+        Command("backup.verify", arity: -2, flags: [.admin, .noTransaction], group: "cairn",
                 summary: "Checks a backup's files: present, of the recorded size and (unless QUICK) checksum.",
                 arguments: "id [QUICK]") { call, out throws(CommandError) in
             let id = try backupID(call, 1)
@@ -54,7 +54,7 @@ enum BackupCommands {
                 w.simpleString("OK")
             }
         },
-        Command("backup.purge", arity: 2, flags: [.admin], group: "cairn",
+        Command("backup.purge", arity: 2, flags: [.admin, .noTransaction], group: "cairn",
                 summary: "Deletes all but the newest keep backups; returns how many were deleted.",
                 arguments: "keep") { call, out throws(CommandError) in
             let keep = try call.integer(1)
@@ -64,7 +64,7 @@ enum BackupCommands {
                 w.integer(Int64(try engine.backups.purge(engine, keeping: Int(keep))))
             }
         },
-        Command("backup.restore", arity: 2, flags: [.admin, .write], group: "cairn",
+        Command("backup.restore", arity: 2, flags: [.admin, .write, .noTransaction], group: "cairn",
                 summary: "Restores a backup online: clients wait while the database is closed, restored and reopened.",
                 arguments: "id|LATEST") { call, out throws(CommandError) in
             guard call.session.transaction == nil else {
@@ -91,7 +91,7 @@ enum BackupCommands {
                 throw CommandError("ERR", "Background save already in progress")
             }
         },
-        Command("checkpoint", arity: 2, flags: [.admin], group: "cairn",
+        Command("checkpoint", arity: 2, flags: [.admin, .noTransaction], group: "cairn",
                 summary: "Writes an openable copy of the database to a new directory (table files hard-linked).",
                 arguments: "dir") { call, out throws(CommandError) in
             let directory = call.text(1)

@@ -8,21 +8,24 @@ import Rocks
 /// A family's merge operator is recorded in the `cairn.meta` family so it survives restarts.
 enum FamilyCommands {
     static let all: [Command] = [
-        Command("cf.create", arity: -2, flags: [.write, .admin], group: "cairn",
+        Command("cf.create", arity: -2, flags: [.write, .admin, .noTransaction], group: "cairn",
                 summary: "Creates a column family, optionally with a merge operator and its own table options.",
                 arguments: "name [MERGE add|append|max|min] [COMPRESSION no|snappy|zlib|lz4|zstd] [BLOOM bits] [BLOCKSIZE bytes]",
                 handler: create),
-        Command("cf.drop", arity: 2, flags: [.write, .admin], group: "cairn",
+        Command("cf.drop", arity: 2, flags: [.write, .admin, .noTransaction], group: "cairn",
                 summary: "Drops a column family and all its keys at once; the space is reclaimed as its files go.",
                 arguments: "name") { call, out throws(CommandError) in
             let name = call.text(1)
             guard name != "default" else { throw CommandError("ERR", "the default column family cannot be dropped") }
             guard let family = call.engine.family(named: name) else { throw noSuchFamily(name) }
             let engine = call.engine
-            try engine.storage("CF.DROP") {
-                try engine.database.dropFamily(family.handle)
-                if let meta = engine.database.family(named: Engine.metaFamilyName) {
-                    try engine.database.delete(Array("family:\(name)".utf8), in: meta, options: WriteOptions(sync: true))
+            // Every stripe: the family's keys are gone, so every WATCH of one of them fires.
+            try engine.locks.withAll { () throws(CommandError) in
+                try engine.storage("CF.DROP") {
+                    try engine.database.dropFamily(family.handle)
+                    if let meta = engine.database.family(named: Engine.metaFamilyName) {
+                        try engine.database.delete(Array("family:\(name)".utf8), in: meta, options: WriteOptions(sync: true))
+                    }
                 }
             }
             engine.unregisterFamily(name)
@@ -78,10 +81,15 @@ enum FamilyCommands {
                     kind.apply(current?.payload, UnsafeRawBufferPointer(rebasing: raw[1...]))
                 }
                 tx.overlay[call.family.name, default: [:]][call[1]] = .some(ValueFormat.encode(merged, expiresAt: current?.expiresAt))
+                tx.changedStripes.insert(call.engine.locks.stripe(for: call[1], in: call.family))
             } else {
                 let handle = call.family.handle
                 let options = call.engine.writeOptions
-                try call.engine.storage("MERGE") { try call.database.merge(call[1], operand, in: handle, options: options) }
+                // The key's lock orders the merge with EXECs that WATCH the key (no read here).
+                try call.locked(call[1]) { () throws(CommandError) in
+                    try call.engine.storage("MERGE") { try call.database.merge(call[1], operand, in: handle, options: options) }
+                    call.engine.locks.changed(call[1], in: call.family)
+                }
             }
             out.simpleString("OK")
         },

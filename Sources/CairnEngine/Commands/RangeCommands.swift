@@ -80,7 +80,10 @@ enum RangeCommands {
                 tx.deleteRange(from: lower, to: end, in: call.family)
             } else {
                 let options = call.engine.writeOptions
-                try call.engine.storage("DELRANGE") { try database.deleteRange(from: lower, to: end, in: handle, options: options) }
+                // The range holds unknown keys: hold every stripe and fire every WATCH.
+                try call.engine.locks.withAll { () throws(CommandError) in
+                    try call.engine.storage("DELRANGE") { try database.deleteRange(from: lower, to: end, in: handle, options: options) }
+                }
             }
             out.simpleString("OK")
         },

@@ -19,19 +19,24 @@ enum SnapshotCommands {
             guard call.session.snapshots.count < config.maxSnapshotsPerClient else {
                 throw CommandError("ERR", "too many snapshots on this connection (max-snapshots-per-client \(config.maxSnapshotsPerClient)); release some with SNAPSHOT.RELEASE")
             }
-            guard engine.snapshotCount.add(1, ordering: .relaxed).newValue <= config.maxSnapshots else {
-                engine.snapshotCount.add(-1, ordering: .relaxed)
-                throw CommandError("ERR", "too many snapshots on the server (max-snapshots \(config.maxSnapshots))")
+            let user = call.session.user
+            switch engine.snapshotQuota.reserve(for: user, userLimit: config.maxSnapshotsPerUser, serverLimit: config.maxSnapshots) {
+            case .server?:
+                throw CommandError("ERR", "too many snapshots on the server (max-snapshots \(config.maxSnapshots)); wait for other clients to release theirs")
+            case .user?:
+                throw CommandError("ERR", "too many snapshots held by user '\(user)' across its connections (max-snapshots-per-user \(config.maxSnapshotsPerUser)); release some with SNAPSHOT.RELEASE")
+            case nil:
+                break
             }
             let snapshot: Snapshot
             do throws(CommandError) {
                 snapshot = try engine.storage("SNAPSHOT.CREATE") { try engine.database.snapshot() }
             } catch {
-                engine.snapshotCount.add(-1, ordering: .relaxed)
+                engine.snapshotQuota.release(for: user)
                 throw error
             }
             let id = engine.nextHandleID.add(1, ordering: .relaxed).oldValue
-            call.session.snapshots[id] = OwnedSnapshot(id: id, snapshot: snapshot, createdAt: Clock.milliseconds())
+            call.session.snapshots[id] = OwnedSnapshot(id: id, snapshot: snapshot, createdAt: Clock.milliseconds(), user: user)
             out.integer(id)
         },
         Command("snapshot.release", arity: 2, flags: [.readonly, .fast], group: "cairn",

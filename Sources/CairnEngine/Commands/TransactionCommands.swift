@@ -6,8 +6,14 @@ import Rocks
 /// The writes of one EXEC commit as one RocksDB write batch (atomic across column families);
 /// commands of the transaction read the writes queued before them through an overlay. EXEC
 /// holds the write locks of every key its commands name, so no other client's write lands in
-/// the middle. WATCH remembers the version of each key's lock stripe; a write to any key of
-/// that stripe aborts EXEC (a rare false conflict, never a missed one).
+/// the middle. Commands that act outside the batch (CF.CREATE, CF.DROP, backups, COMPACT) are
+/// refused when queued (`Command.Flags.noTransaction`), which aborts the EXEC, as Redis does.
+///
+/// WATCH remembers the version of each key's lock stripe, which moves only when a write really
+/// changed a key of that stripe (`KeyLocks`), and the key's expiry: EXEC aborts when a watched
+/// key was changed, deleted, flushed or expired since, as in Redis. Reads, no-op writes and
+/// empty, read-only or aborted transactions leave watchers alone. Keys sharing a stripe (1 in
+/// 4096) can abort each other: a rare false conflict, never a missed one.
 enum TransactionCommands {
     static let all: [Command] = [
         Command("multi", arity: 1, flags: [.noMulti, .fast], group: "transactions", since: "1.2.0",
@@ -31,7 +37,11 @@ enum TransactionCommands {
             let locks = call.engine.locks
             for i in 1..<call.count {
                 let stripe = locks.stripe(for: call[i], in: call.family)
-                call.session.watched.append(WatchedKey(stripe: stripe, version: locks.version(ofStripe: stripe)))
+                // The version first: a write landing after this read moves it, so reading the
+                // expiry second cannot miss a change.
+                let version = locks.version(ofStripe: stripe)
+                let expiresAt = try liveExpiry(call, call[i])
+                call.session.watched.append(WatchedKey(stripe: stripe, version: version, expiresAt: expiresAt))
             }
             out.simpleString("OK")
         },
@@ -68,7 +78,10 @@ enum TransactionCommands {
         }
         let family = session.family
         let run = { () throws(CommandError) -> [UInt8]? in
-            for w in watched where engine.locks.heldVersion(w.stripe) != w.version { return nil }
+            let now = Clock.milliseconds()
+            for w in watched where engine.locks.heldVersion(w.stripe) != w.version || w.expiresAt.map({ $0 <= now }) == true {
+                return nil
+            }
             let tx = Transaction()
             session.transaction = tx
             // Like SELECT in Redis, a CF.USE inside the transaction stays in effect after EXEC.
@@ -81,6 +94,13 @@ enum TransactionCommands {
             if tx.batch.count > 0 {
                 let options = engine.writeOptions
                 try engine.storage("EXEC commit") { try engine.database.write(tx.batch, options: options) }
+                // Fire the WATCHes of what the batch changed; every stripe written is held
+                // (its key is named by a queued command, or the EXEC holds every stripe).
+                if tx.changedUnknownKeys {
+                    engine.locks.changedEveryStripe()
+                } else {
+                    for stripe in tx.changedStripes { engine.locks.changed(stripe: stripe) }
+                }
             }
             return replies.bytes
         }
@@ -92,5 +112,20 @@ enum TransactionCommands {
             return
         }
         out.bytes.append(contentsOf: result)
+    }
+
+    /// The expiry of `key` when it is live and expiring, read from the latest data (not the
+    /// connection's snapshot): EXEC aborts once that instant passes, as Redis aborts a
+    /// transaction whose watched key expired. A key already expired when watched is absent, so
+    /// its later deletion changes nothing.
+    static func liveExpiry(_ call: Call, _ key: [UInt8]) throws(CommandError) -> Int64? {
+        let handle = call.family.handle
+        let now = call.now
+        return try call.engine.storage("WATCH") {
+            try call.database.withValue(forKey: key, in: handle) { raw in
+                guard let raw, let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return nil }
+                return h.expiresAt
+            }
+        }
     }
 }
