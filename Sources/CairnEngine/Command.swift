@@ -43,6 +43,9 @@ public struct Command: Sendable {
         /// the transaction's write batch (CF.CREATE, CF.DROP, backups, COMPACT), so running it
         /// from EXEC could not be atomic with the rest. Redis's `no-multi`.
         public static let noTransaction = Flags(rawValue: 1 << 9)
+        /// Takes time in proportion to the whole database (DBSIZE, KEYS, COMPACT): the server
+        /// runs it off the connection's worker (`Engine.runsLong`). Not shown by COMMAND.
+        public static let long = Flags(rawValue: 1 << 10)
 
         /// Names as `COMMAND INFO` prints them.
         public var names: [String] {

@@ -76,6 +76,9 @@ public final class Engine: @unchecked Sendable {
     package static func familyOptions(_ name: String, stats: EngineStats? = nil) -> ColumnFamilyOptions {
         var o = ColumnFamilyOptions()
         o.mergeOperator = EngineMergeOperator()
+        // APPEND and MERGE write operands; a key appended to many times would otherwise make
+        // every read (and APPEND's own length check) fold all of them.
+        o.maxSuccessiveMerges = 64
         o.compactionFilter = ExpiryCompactionFilter(stats: stats)
         return o
     }
@@ -275,6 +278,21 @@ public final class Engine: @unchecked Sendable {
             return
         }
         run(command, argv, session: session, out: &out)
+    }
+
+    /// Requests with more arguments than this run off the worker (`runsLong`).
+    public static let longArgumentCount = 1024
+
+    /// True for a request that may take long enough to hold up the other clients of its worker:
+    /// one with more than `longArgumentCount` arguments (a 500,000-key MSET, DEL or MGET) or a
+    /// command flagged `long` (DBSIZE, KEYS, COMPACT). The server runs it off the worker, on a
+    /// queue of its own, through `execute` like any other request; its client waits for it.
+    /// Inside MULTI a request is only queued, which is quick.
+    public func runsLong(_ argv: [[UInt8]], session: Session) -> Bool {
+        guard !session.inTransaction, let first = argv.first else { return false }
+        if argv.count > Engine.longArgumentCount { return true }
+        guard case .success(let command) = lookup(argv, first: first) else { return false }
+        return command.flags.contains(.long)
     }
 
     /// True for a plain `GET key` that may run grouped with its neighbours (`executePlainGets`):

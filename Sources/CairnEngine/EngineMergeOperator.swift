@@ -25,7 +25,7 @@ public struct EngineMergeOperator: MergeOperator {
         for operand in operands {
             guard let kind = operand.first.flatMap(MergeKind.init(rawValue:)) else { continue }
             let payload = UnsafeRawBufferPointer(rebasing: operand[1...])
-            current = kind.apply(current, payload)
+            kind.apply(to: &current, payload)
         }
         return ValueFormat.encode(current ?? [], expiresAt: expiresAt)
     }
@@ -43,7 +43,7 @@ public struct EngineMergeOperator: MergeOperator {
                 if kind == .add && Bytes.int64(payload) == nil { return nil }
             } else {
                 if kind == .add && Bytes.int64(payload) == nil { return nil }
-                combined = kind.apply(combined, payload)
+                kind.apply(to: &combined, payload)
             }
         }
         return [first] + (combined ?? [])
@@ -75,6 +75,17 @@ public enum MergeKind: UInt8, Sendable, CaseIterable {
 
     /// An operand for this operation.
     public func operand(_ payload: [UInt8]) -> [UInt8] { [rawValue] + payload }
+
+    /// Applies one operand to a current payload (nil = no value yet), in place: appends grow
+    /// the payload without copying it, so folding many APPEND operands stays linear.
+    func apply(to current: inout [UInt8]?, _ operand: UnsafeRawBufferPointer) {
+        if self == .append {
+            if current == nil { current = [] }
+            current!.append(contentsOf: operand)
+        } else {
+            current = apply(current, operand)
+        }
+    }
 
     /// Applies one operand to a current payload (nil = no value yet).
     func apply(_ current: [UInt8]?, _ operand: UnsafeRawBufferPointer) -> [UInt8] {

@@ -133,6 +133,20 @@ extension Call {
         }
     }
 
+    /// Whether each of `keys` holds a live value, read as `readMany` reads (one MultiGet, one
+    /// sequence number) without copying any value: DEL and EXISTS of many keys.
+    func existMany(_ keys: [[UInt8]]) throws(CommandError) -> [Bool] {
+        if session.transaction != nil { return try keys.map { (k: [UInt8]) throws(CommandError) -> Bool in try exists(k) } }
+        let handle = family.handle
+        let options = readOptions
+        let now = now
+        return try engine.storage("EXISTS") {
+            try database.withValues(forKeys: keys, in: handle, options: options) { values in
+                values.map { ValueFormat.livePayload(of: $0, now: now) != nil }
+            }
+        }
+    }
+
     func exists(_ key: [UInt8]) throws(CommandError) -> Bool {
         try withPayload(key) { payload, _ in payload != nil }
     }

@@ -66,7 +66,8 @@ extension Engine {
     @inline(__always)
     public func isPlainWrite(_ argv: [[UInt8]], session: Session) -> Bool {
         let n = argv.count
-        guard n >= 2 && session.authenticated && !session.inTransaction else { return false }
+        // A huge MSET runs alone, off the worker (`runsLong`), not in a shared batch.
+        guard n >= 2 && n <= Engine.longArgumentCount && session.authenticated && !session.inTransaction else { return false }
         let name = argv[0]
         let isWrite: Bool
         switch name.count {

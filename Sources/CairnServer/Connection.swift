@@ -157,6 +157,9 @@ final class Connection: @unchecked Sendable {
                 let answered = engine.executePlainGets(gets, session: session, out: &writer, stopPast: sent + Connection.flushThreshold)
                 // The rest run after the client read these (backpressure, above).
                 heldBack.insert(contentsOf: gets[answered...], at: 0)
+            } else if engine.runsLong(argv, session: session) {
+                startLong(argv)
+                break
             } else {
                 engine.execute(argv, session: session, out: &writer)
             }
@@ -236,10 +239,38 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Runs a request that would hold up the worker (`Engine.runsLong`) on the server's long
+    /// queue instead: the other clients of this worker go on; this one waits for its reply, as
+    /// for deferred work. The session is left to that queue meanwhile (nothing here touches it
+    /// until `finishDeferred`, and a close waits for it, see `close`); the long queue is paused
+    /// with the workers during a restore and drained before the database closes.
+    private func startLong(_ argv: [[UInt8]]) {
+        awaitingDeferred = true
+        let version = session.protocolVersion
+        let queue = worker.queue
+        let engine = worker.engine
+        worker.longQueue.async { [self] in
+            var reply = RESPWriter(version: version, capacity: 256)
+            engine.execute(argv, session: session, out: &reply)
+            if let work = session.deferred {
+                session.deferred = nil
+                work(&reply)
+            }
+            let bytes = reply.bytes
+            queue.async { self.finishDeferred(bytes) }
+        }
+    }
+
     private func finishDeferred(_ reply: [UInt8]) {
         awaitingDeferred = false
-        guard !closed else { return }
+        guard !closed else {
+            // Closed while the work ran: release what the session holds now that nothing uses it.
+            worker.engine.connectionClosed(session)
+            return
+        }
+        let replyStart = base + writer.bytes.count
         writer.bytes.append(contentsOf: reply)
+        holdRepliesForSync(from: replyStart)
         process()
     }
 
@@ -352,7 +383,8 @@ final class Connection: @unchecked Sendable {
         worker.poller.remove(fd)
         Glibc.close(fd)
         worker.engine.clients.remove(session.id)
-        worker.engine.connectionClosed(session)
+        // Deferred or long work may still be using the session: `finishDeferred` releases it.
+        if !awaitingDeferred { worker.engine.connectionClosed(session) }
         worker.removed(self)
     }
 

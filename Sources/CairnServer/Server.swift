@@ -26,6 +26,8 @@ public final class Server: ServerHooks, @unchecked Sendable {
     private var sweepTimer: (any DispatchSourceTimer)?
     private let walQueue = DispatchQueue(label: "cairn.wal", qos: .utility)
     private let sweepQueue = DispatchQueue(label: "cairn.expiry", qos: .utility)
+    /// Runs requests that would hold up a worker (`Engine.runsLong`), one at a time.
+    private let longQueue = DispatchQueue(label: "cairn.long", qos: .userInitiated)
     private let nextWorker = Atomic<Int>(0)
     private let shuttingDown = Atomic<Bool>(false)
     private let onShutdown: @Sendable (Int32) -> Void
@@ -47,7 +49,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         let groupCommit = GroupCommit(engine: engine)
         var built: [Worker] = []
         for i in 0..<count {
-            built.append(Worker(index: i, engine: engine, logger: logger, groupCommit: groupCommit, onRemoved: {}))
+            built.append(Worker(index: i, engine: engine, logger: logger, groupCommit: groupCommit, longQueue: longQueue, onRemoved: {}))
         }
         workers = built
         self.groupCommit = groupCommit
@@ -177,7 +179,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
     /// database while `body` swaps it. Requests that arrive meanwhile wait in their sockets.
     /// Must not be called from one of those queues (deferred work runs on a global queue).
     public func withClientsPaused(_ body: ([Session]) -> Void) {
-        let queues = workers.map(\.queue) + [walQueue, sweepQueue, groupCommit.queue]
+        let queues = workers.map(\.queue) + [walQueue, sweepQueue, longQueue, groupCommit.queue]
         let entered = DispatchGroup()
         let resume = DispatchSemaphore(value: 0)
         for q in queues {
@@ -214,6 +216,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
             // Wait for a WAL sync or sweep step already running (their queues are serial).
             walQueue.sync {}
             sweepQueue.sync {}
+            longQueue.sync {}
             var status: Int32 = 0
             do {
                 try engine.close()

@@ -25,6 +25,8 @@ final class Worker: @unchecked Sendable {
     let onRemoved: @Sendable () -> Void
     /// Syncs the WAL for replies held under `appendfsync always`.
     let groupCommit: GroupCommit
+    /// Where requests that would hold up this worker run (`Engine.runsLong`), shared by all.
+    let longQueue: DispatchQueue
 
     /// Most bytes read from one client per read event, so one busy client cannot starve the rest.
     static let readBudget = 1 << 20
@@ -45,8 +47,12 @@ final class Worker: @unchecked Sendable {
         }
     }
 
-    init(index: Int, engine: Engine, logger: Logger, groupCommit: GroupCommit, onRemoved: @escaping @Sendable () -> Void) {
+    init(
+        index: Int, engine: Engine, logger: Logger, groupCommit: GroupCommit, longQueue: DispatchQueue,
+        onRemoved: @escaping @Sendable () -> Void
+    ) {
         self.groupCommit = groupCommit
+        self.longQueue = longQueue
         self.queue = DispatchQueue(label: "cairn.worker.\(index)", qos: .userInitiated)
         self.engine = engine
         self.logger = logger

@@ -66,6 +66,10 @@ public struct ColumnFamilyOptions: Sendable {
     public var bloomBitsPerKey: Double? = nil
     public var blockSize: Int? = nil
     public var writeBufferBytes: Int? = nil
+    /// Most merge operands of one key kept in a memtable (RocksDB's `max_successive_merges`);
+    /// past it a merge is folded into a value when written, so reads never fold more than
+    /// this many. 0: no limit.
+    public var maxSuccessiveMerges = 0
 
     public init(
         mergeOperator: (any MergeOperator)? = nil, compactionFilter: (any CompactionFilter)? = nil,

@@ -309,3 +309,88 @@ def test_query_buffer_limit_closes_only_that_client(fresh_server):
         assert recv_until_closed(s) == b""
         time.sleep(0.2)
     b.check()
+
+
+def resp_command(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Reader(threading.Thread):
+    """GET round trips in a thread, recording the slowest."""
+
+    def __init__(self, server):
+        super().__init__(daemon=True)
+        self.client = server.client()
+        self.slowest = 0.0
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            t = time.monotonic()
+            self.client.get("reader")
+            self.slowest = max(self.slowest, time.monotonic() - t)
+
+
+def test_a_huge_command_does_not_hold_up_other_clients(fresh_server):
+    """A 200,000-key MSET, MGET, EXISTS or DEL, and DBSIZE or KEYS over all of them, run off the
+    connection's worker: other clients' reads go on meanwhile, and the replies are exact."""
+    srv = fresh_server("--set", "io-threads=1")  # one worker: the reader shares it with the big commands
+    keys = [f"big:{i:07d}".encode() for i in range(200_000)]
+    pairs = [x for k in keys for x in (k, b"v" + k)]
+    big = socket.create_connection(("127.0.0.1", srv.port))
+    replies = big.makefile("rb")
+    figures = []
+    for name, command, expected in [
+        ("MSET", resp_command("MSET", *pairs), b"+OK\r\n"),
+        ("EXISTS", resp_command("EXISTS", *keys, b"missing"), b":200000\r\n"),
+        ("DBSIZE", resp_command("DBSIZE"), b":200000\r\n"),
+        ("KEYS", resp_command("KEYS", "big:*"), b"*200000\r\n"),
+        ("MGET", resp_command("MGET", *keys), b"*200000\r\n"),
+        ("DEL", resp_command("DEL", *keys, keys[0], b"missing"), b":200000\r\n"),
+    ]:
+        reader = Reader(srv)
+        reader.start()
+        time.sleep(0.1)
+        started = time.monotonic()
+        big.sendall(command)
+        first = replies.readline()
+        took = time.monotonic() - started
+        assert first == expected, (name, first)
+        if name in ("MGET", "KEYS"):
+            items = [replies.readline() and replies.readline() for _ in range(200_000)]
+            if name == "MGET":
+                assert items[0] == b"vbig:0000000\r\n" and items[-1] == b"vbig:0199999\r\n"
+        time.sleep(0.1)
+        reader.stop.set()
+        reader.join()
+        figures.append(f"{name} {took * 1000:.0f} ms (reader's slowest GET {reader.slowest * 1000:.0f} ms)")
+        assert reader.slowest < 0.4, f"a reader waited {reader.slowest * 1000:.0f} ms behind {name}: {figures}"
+    print("; ".join(figures))
+    assert srv.client().dbsize() == 0
+
+
+def test_a_client_closed_while_its_huge_command_runs(fresh_server):
+    srv = fresh_server()
+    keys = [f"k:{i}".encode() for i in range(100_000)]
+    for _ in range(3):
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.sendall(resp_command("SNAPSHOT.CREATE"))
+        assert s.recv(100).startswith(b":")
+        s.sendall(resp_command("MSET", *[x for k in keys for x in (k, k)]))
+        time.sleep(0.05)  # it runs now, off the worker; the client goes away meanwhile
+        s.close()
+    c = srv.client()
+    deadline = time.time() + 30
+    while c.dbsize() != 100_000 and time.time() < deadline:
+        time.sleep(0.05)
+    assert c.dbsize() == 100_000
+    assert srv.process.poll() is None
+    # The snapshots the closed clients made are released once their commands finished.
+    deadline = time.time() + 10
+    while c.info("rocksdb")["open_snapshots"] and time.time() < deadline:
+        time.sleep(0.05)
+    assert c.info("rocksdb")["open_snapshots"] == 0

@@ -1,4 +1,6 @@
 """String commands through redis-py, in RESP2 and RESP3."""
+import time
+
 import pytest
 import redis
 
@@ -85,3 +87,25 @@ def test_error_replies(r):
         r.execute_command("SET", "k", "v", "NX", "XX")
     with pytest.raises(redis.ResponseError, match="invalid expire time in 'set' command"):
         r.execute_command("SET", "k", "v", "EX", "-1")
+
+
+def test_append_in_steps_keeps_ttl_and_survives_restart(fresh_server):
+    """APPEND writes merge operands (only the new bytes); the value, its TTL and its length
+    must be exactly what appending in place gives, before and after a restart."""
+    s = fresh_server()
+    c = s.client()
+    c.set("log", "start:", ex=1000)
+    expected = b"start:"
+    for i in range(300):  # past the 64 operands kept per key in a memtable
+        piece = f"{i},".encode()
+        expected += piece
+        assert c.append("log", piece) == len(expected)
+    assert c.get("log") == expected and 990 < c.ttl("log") <= 1000
+    assert c.append("fresh", "x") == 1 and c.ttl("fresh") == -1
+    c.set("gone", "old", px=1)
+    time.sleep(0.05)
+    assert c.append("gone", "new") == 3 and c.get("gone") == b"new" and c.ttl("gone") == -1
+    s.restart()
+    c = s.client()
+    assert c.get("log") == expected and c.strlen("log") == len(expected)
+    assert c.get("gone") == b"new"

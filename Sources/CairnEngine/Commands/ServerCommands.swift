@@ -45,7 +45,7 @@ enum ServerCommands {
             call.session.closeAfterReply = true
             call.engine.hooks?.requestShutdown()
         },
-        Command("compact", arity: -1, flags: [.admin, .noTransaction], group: "cairn",
+        Command("compact", arity: -1, flags: [.admin, .noTransaction, .long], group: "cairn",
                 summary: "Compacts the current column family (or the key range given), reclaiming space now.",
                 arguments: "[start end]") { call, out throws(CommandError) in
             guard call.count == 1 || call.count == 3 else { throw .arity(call.name) }

@@ -95,12 +95,27 @@ enum StringCommands {
         },
         Command("append", arity: 3, flags: [.write], keys: (1, 1, 1), group: "string",
                 summary: "Appends a string to the value of a key. Creates the key if it doesn't exist.", arguments: "key value") { call, out throws(CommandError) in
-            let length = try call.locked(call[1]) { () throws(CommandError) -> Int in
-                let old = try call.read(call[1])
-                let value = (old?.payload ?? []) + call[2]
-                try call.checkSize(value.count)
-                try call.write(call[1], value, expiresAt: old?.expiresAt)
-                return value.count
+            let (key, tail) = (call[1], call[2])
+            let length = try call.locked(key) { () throws(CommandError) -> Int in
+                if call.session.transaction != nil {
+                    let old = try call.read(key)
+                    let value = (old?.payload ?? []) + tail
+                    try call.checkSize(value.count)
+                    try call.write(key, value, expiresAt: old?.expiresAt)
+                    return value.count
+                }
+                // Written as an `append` merge operand: only the new bytes go to the WAL and the
+                // memtable, and the value keeps its TTL (the merge operator keeps the header), so
+                // growing a value in steps costs a read of its length per step, not a rewrite of
+                // the whole value (512 MB in 8 MB steps took 231 s that way).
+                let length = try call.withPayload(key) { payload, _ in payload?.count ?? 0 } + tail.count
+                try call.checkSize(length)
+                let handle = call.family.handle
+                let options = call.engine.writeOptions
+                let operand = MergeKind.append.operand(tail)
+                try call.engine.storage("APPEND") { try call.database.merge(key, operand, in: handle, options: options) }
+                call.engine.locks.changed(key, in: call.family)
+                return length
             }
             out.integer(length)
         },
