@@ -105,7 +105,7 @@ let package = Package(
         .testTarget(name: "RocksTests", dependencies: ["Rocks"], swiftSettings: strictSettings),
         .testTarget(name: "RESPTests", dependencies: ["RESP", "CairnTestSupport"], swiftSettings: strictSettings),
         .testTarget(
-            name: "CairnEngineTests", dependencies: ["CairnEngine", "Rocks", "RESP"],
+            name: "CairnEngineTests", dependencies: ["CairnEngine", "Rocks", "RESP", "CairnTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -329,21 +329,4 @@ public final class Guardrails: Sendable {
         }
         return nil
     }
-
-    /// True when a plain write (`Engine.isPlainWrite`) may take the grouped fast path: the
-    /// session may write, the keys at `keyIndexes` are within max-key-size and every argument
-    /// within max-value-size, as `check` demands (otherwise `execute` answers the error).
-    @inline(__always)
-    func allowsPlainWrite(_ argv: [[UInt8]], keyIndexes: StrideTo<Int>, session: Session) -> Bool {
-        guard session.permissions.contains(.write) else { return false }
-        let maxKey = maxKeySize.load(ordering: .relaxed)
-        if maxKey > 0 {
-            for i in keyIndexes where argv[i].count > maxKey { return false }
-        }
-        let maxValue = maxValueSize.load(ordering: .relaxed)
-        if maxValue > 0 {
-            for i in 1..<argv.count where argv[i].count > maxValue { return false }
-        }
-        return true
-    }
 }

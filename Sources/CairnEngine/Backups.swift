@@ -314,7 +314,6 @@ extension Engine {
             // commands fail until CF.USE rather than land in another family.
             guard let family = self.family(named: s.family.name) else { continue }
             s.family = family
-            s.record.state.withLock { $0.family = family.name }
         }
         if let failure { throw failure }
         logger.notice("backup \(id) restored; serving again")

@@ -21,6 +21,26 @@ public struct Command: Sendable {
     let handler: Handler
     /// Subcommands (CLIENT, CONFIG, COMMAND...), dispatched on the second argument.
     public let subcommands: [String: Command]
+    /// When a request of this command may run together with its neighbours (`grouped(_:)`),
+    /// given its arguments and session; nil: always alone, through `Engine.execute`.
+    private(set) var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? = nil
+
+    /// How the server may run a request together with its neighbours, once it passed the
+    /// admission step (`Engine.screen`): the same rules, another executor.
+    public enum Grouping: Sendable {
+        /// Consecutive requests of one client read with one MultiGet (`Engine.executePlainGets`).
+        case read
+        /// Requests of every client served in one poller round written as one batch
+        /// (`Engine.writePlainWrites`).
+        case write
+    }
+
+    /// This command with a grouping rule (see `grouping`).
+    func grouped(_ rule: @escaping @Sendable ([[UInt8]], Session) -> Grouping?) -> Command {
+        var copy = self
+        copy.grouping = rule
+        return copy
+    }
 
     typealias Handler = @Sendable (Call, inout RESPWriter) throws(CommandError) -> Void
 

@@ -235,74 +235,6 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
-    /// Runs one request and appends its reply to `out`.
-    public func execute(_ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
-        stats.commandsProcessed.increment()
-        guard let first = argv.first else { return }
-        let lookedUp = lookup(argv, first: first)
-        let command: Command
-        switch lookedUp {
-        case .failure(let error):
-            if session.inTransaction { session.transactionFailed = true }
-            reply(error, to: &out)
-            return
-        case .success(let c):
-            command = c
-        }
-        let now = Clock.milliseconds()
-        session.record.state.withLock {
-            $0.lastCommand = command.name
-            $0.lastInteraction = now
-        }
-        if !session.authenticated && !command.flags.contains(.noAuth) {
-            if session.inTransaction { session.transactionFailed = true }
-            reply(.noAuth, to: &out)
-            return
-        }
-        if session.authenticated, let refusal = guardrails.check(command, argv, session: session) {
-            if session.inTransaction { session.transactionFailed = true }
-            if refusal.prefix == "NOPERM" {
-                logger.info("refused '\(command.name)' to user \(session.user) (client \(session.id), \(session.record.address))")
-            }
-            reply(refusal, to: &out)
-            return
-        }
-        if session.inTransaction && command.flags.contains(.noTransaction) {
-            session.transactionFailed = true
-            reply(CommandError("ERR", "Command not allowed inside a transaction"), to: &out)
-            return
-        }
-        if session.inTransaction && !command.flags.contains(.noMulti) {
-            session.queued?.append(argv)
-            out.simpleString("QUEUED")
-            return
-        }
-        run(command, argv, session: session, out: &out)
-    }
-
-    /// Requests with more arguments than this run off the worker (`runsLong`).
-    public static let longArgumentCount = 1024
-
-    /// True for a request that may take long enough to hold up the other clients of its worker:
-    /// one with more than `longArgumentCount` arguments (a 500,000-key MSET, DEL or MGET) or a
-    /// command flagged `long` (DBSIZE, KEYS, COMPACT). The server runs it off the worker, on a
-    /// queue of its own, through `execute` like any other request; its client waits for it.
-    /// Inside MULTI a request is only queued, which is quick.
-    public func runsLong(_ argv: [[UInt8]], session: Session) -> Bool {
-        guard !session.inTransaction, let first = argv.first else { return false }
-        if argv.count > Engine.longArgumentCount { return true }
-        guard case .success(let command) = lookup(argv, first: first) else { return false }
-        return command.flags.contains(.long)
-    }
-
-    /// True for a plain `GET key` that may run grouped with its neighbours (`executePlainGets`):
-    /// authenticated, outside MULTI, allowed to read.
-    @inline(__always)
-    public func isPlainGet(_ argv: [[UInt8]], session: Session) -> Bool {
-        argv.count == 2 && argv[0].isKeyword("GET") && session.authenticated && !session.inTransaction
-            && session.permissions.contains(.read)
-    }
-
     /// Runs consecutive plain GETs of one read as one RocksDB batched MultiGet: one pass over
     /// memtables and table files for the group, all read at one sequence number (as if they ran
     /// back to back with no write between, which a pipeline allows), values copied once, from
@@ -319,32 +251,36 @@ public final class Engine: @unchecked Sendable {
         }
         var options = ReadOptions()
         options.snapshot = session.readSnapshot?.snapshot
-        let handle = session.family.handle
+        let family = session.family
         let now = Clock.milliseconds()
+        var expired: [[UInt8]] = []
         do {
             let (answered, hits) = try storage("grouped GET") {
-                try database.withValues(forKeys: requests.map { $0[1] }, in: handle, options: options) { values in
+                try database.withValues(forKeys: requests.map { $0[1] }, in: family.handle, options: options) { values in
                     var answered = 0
                     var hits = 0
                     for value in values {
                         if answered > 0 && out.bytes.count > stopPast { break }
-                        answered += 1
                         if let payload = ValueFormat.livePayload(of: value, now: now) {
                             out.bulk(payload)
                             hits += 1
                         } else {
+                            if value != nil { expired.append(requests[answered][1]) }
                             out.null()
                         }
+                        answered += 1
                     }
                     return (answered, hits)
                 }
             }
-            stats.commandsProcessed.increment(by: answered)
+            admitted("get", session: session, count: answered)
             stats.keyspaceHits.increment(by: hits)
             stats.keyspaceMisses.increment(by: answered - hits)
+            // As a GET run alone does (a snapshot read leaves the live key alone).
+            if options.snapshot == nil { for key in expired { reapExpired(key, in: family) } }
             return answered
         } catch {
-            stats.commandsProcessed.increment(by: requests.count)
+            admitted("get", session: session, count: requests.count)
             for _ in requests { reply(error, to: &out) }
             return requests.count
         }

@@ -201,18 +201,7 @@ extension Call {
         // Under a key lock (a write is about to replace the value) or in EXEC, leave it: the
         // locks are not re-entrant, and compaction drops it anyway.
         guard session.transaction == nil && !session.holdsKeyLocks else { return }
-        let handle = family.handle
-        let engine = engine
-        engine.locks.withLock(key, in: family) {
-            let stillExpired = (try? engine.database.withValue(forKey: key, in: handle) { raw in
-                raw.flatMap { ValueFormat.header(of: $0) }?.isExpired(now: Clock.milliseconds()) ?? false
-            }) ?? false
-            if stillExpired, (try? engine.database.delete(key, in: handle, options: engine.writeOptions)) != nil {
-                // No `changed`: the key ceased to exist when it expired, and a WATCH of it
-                // before then fires on its expiry (WatchedKey.expiresAt); this changes nothing.
-                engine.stats.expiredKeys.increment()
-            }
-        }
+        engine.reapExpired(key, in: family)
     }
 
     /// Visits live keys of the current family in order from `start`, while `body` returns true.

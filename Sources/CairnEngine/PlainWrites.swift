@@ -9,7 +9,7 @@ import Rocks
 /// batch (one WAL append) then covers the round instead of one write per request, and the
 /// increments of the round read their counters with one MultiGet per family.
 extension Engine {
-    /// Consecutive plain writes of one connection (`isPlainWrite`), waiting to be written.
+    /// Consecutive plain writes of one connection (`grouping` said `.write`), waiting to be written.
     public struct PlainWrites {
         public let session: Session
         public let requests: [[[UInt8]]]
@@ -58,38 +58,15 @@ extension Engine {
         }
     }
 
-    /// True for a request that may be written grouped with others (`writePlainWrites`): a plain
-    /// `SET key value`, `MSET key value [key value ...]`, `INCR`/`DECR key` or `INCRBY`/`DECRBY key n`,
-    /// authenticated, outside MULTI, within the size limits. An MSET's pairs land in one batch,
-    /// so it stays atomic; increments of a connection reading through a snapshot (SNAPSHOT.USE)
-    /// take the normal path, which reads there.
-    @inline(__always)
-    public func isPlainWrite(_ argv: [[UInt8]], session: Session) -> Bool {
-        let n = argv.count
-        // A huge MSET runs alone, off the worker (`runsLong`), not in a shared batch.
-        guard n >= 2 && n <= Engine.longArgumentCount && session.authenticated && !session.inTransaction else { return false }
-        let name = argv[0]
-        let isWrite: Bool
-        switch name.count {
-        case 3: isWrite = n == 3 && name.isKeyword("SET")
-        case 4: isWrite = n % 2 == 1 && name.isKeyword("MSET") || n == 2 && (name.isKeyword("INCR") || name.isKeyword("DECR"))
-        case 6: isWrite = n == 3 && (name.isKeyword("INCRBY") || name.isKeyword("DECRBY"))
-        default: isWrite = false
-        }
-        guard isWrite else { return false }
-        if n == 2 || name.count == 6 {
-            if session.readSnapshot != nil { return false }
-            return guardrails.allowsPlainWrite(argv, keyIndexes: stride(from: 1, to: 2, by: 1), session: session)
-        }
-        return guardrails.allowsPlainWrite(argv, keyIndexes: stride(from: 1, to: n, by: 2), session: session)
-    }
-
     /// Writes the plain writes of one or more connections as one batch, each in its connection's
     /// family, under the locks of all their keys. Returns the replies of each group, in order.
     /// When the batch fails, each group is tried alone, so one connection's failure (say, its
     /// family was dropped) is not every connection's.
     public func writePlainWrites(_ groups: [PlainWrites]) -> [[PlainReply]] {
-        for g in groups { stats.commandsProcessed.increment(by: g.requests.count) }
+        // Each request passed the door (`grouping`) when its connection staged it.
+        for g in groups {
+            admitted(Bytes.lowercased(g.requests[g.requests.count - 1][0]), session: g.session, count: g.requests.count)
+        }
         switch write(groups) {
         case .success(let replies): return replies
         case .failure(let failure) where groups.count == 1: return [groups[0].requests.map { _ in .error(failure) }]

@@ -15,7 +15,10 @@ public final class Session: @unchecked Sendable {
     /// The categories `user` may run (see `AccessControl`); checked before every command.
     public var permissions: CommandCategories = .all
     /// The column family every data command acts on (`CF.USE`); the default family at first.
-    public var family: Family
+    /// CLIENT LIST's `cf=` follows every change (CF.USE, CF.DROP, a restore) from here.
+    public var family: Family {
+        didSet { record.state.withLock { $0.family = family.name } }
+    }
     /// Set by QUIT and SHUTDOWN: the server closes after writing pending replies.
     public var closeAfterReply = false
     /// Queued commands between MULTI and EXEC; nil outside a transaction.

@@ -148,21 +148,23 @@ final class Connection: @unchecked Sendable {
             guard let argv = nextRequest() else { break }
             let replyStart = base + writer.bytes.count
             writer.version = session.protocolVersion
-            if engine.isPlainWrite(argv, session: session) {
+            switch engine.grouping(argv, session: session) {
+            case .write:
                 awaitingStagedWrites = true
-                worker.stage(group(from: argv, while: engine.isPlainWrite), from: self)
-                break
-            } else if engine.isPlainGet(argv, session: session) {
-                let gets = group(from: argv, while: engine.isPlainGet, upTo: Connection.maxGroupedGets)
+                worker.stage(group(from: argv, while: { engine.grouping($0, session: $1) == .write }), from: self)
+            case .read:
+                let gets = group(from: argv, while: { engine.grouping($0, session: $1) == .read }, upTo: Connection.maxGroupedGets)
                 let answered = engine.executePlainGets(gets, session: session, out: &writer, stopPast: sent + Connection.flushThreshold)
                 // The rest run after the client read these (backpressure, above).
                 heldBack.insert(contentsOf: gets[answered...], at: 0)
-            } else if engine.runsLong(argv, session: session) {
-                startLong(argv)
-                break
-            } else {
-                engine.execute(argv, session: session, out: &writer)
+            case nil:
+                if engine.runsLong(argv, session: session) {
+                    startLong(argv)
+                } else {
+                    engine.execute(argv, session: session, out: &writer)
+                }
             }
+            if awaitingStagedWrites || awaitingDeferred { break }
             holdRepliesForSync(from: replyStart)
             if let work = session.deferred {
                 session.deferred = nil

@@ -33,17 +33,20 @@ struct ByteQueue: Sendable {
             i += 1
             guard i < to else { return nil }
         }
+        // Negative numbers are built downwards, so Int64.min (`:-9223372036854775808`, a
+        // counter's floor) parses: its magnitude does not fit an Int64.
         var v: Int64 = 0
         while i < to {
             let d = storage[i]
             guard d >= 48 && d <= 57 else { return nil }
             let (m, o1) = v.multipliedReportingOverflow(by: 10)
-            let (s, o2) = m.addingReportingOverflow(Int64(d - 48))
+            let digit = Int64(d - 48)
+            let (s, o2) = negative ? m.subtractingReportingOverflow(digit) : m.addingReportingOverflow(digit)
             if o1 || o2 { return nil }
             v = s
             i += 1
         }
-        return negative ? -v : v
+        return v
     }
 
     /// Drops consumed bytes: at once when everything was consumed, otherwise once the consumed

@@ -11,7 +11,7 @@ import Testing
     /// Writes `groups` (session, requests) as one batch and decodes every group's replies.
     func grouped(_ h: EngineHarness, _ groups: [(Session, [[[UInt8]]])]) throws -> [[RESPValue]] {
         for (session, requests) in groups {
-            for r in requests { #expect(h.engine.isPlainWrite(r, session: session), "\(r) takes the grouped path") }
+            for r in requests { #expect(h.engine.grouping(r, session: session) == .write, "\(r) takes the grouped path") }
         }
         let replies = h.engine.writePlainWrites(groups.map { Engine.PlainWrites(session: $0.0, requests: $0.1) })
         return try zip(groups, replies).map { group, replies in
@@ -120,7 +120,7 @@ import Testing
 
     @Test func onlyPlainFormsTakeTheGroupedPath() throws {
         let h = try EngineHarness()
-        let plain = h.engine.isPlainWrite
+        let plain = { (argv: [[UInt8]], session: Session) in h.engine.grouping(argv, session: session) == .write }
         #expect(!plain(Self.argv("SET", "k", "v", "EX", "10"), h.session))
         #expect(!plain(Self.argv("MSET", "k"), h.session))
         #expect(!plain(Self.argv("INCR", "k", "1"), h.session))

@@ -42,6 +42,13 @@ import Testing
         w.integer(Int64.max)
         w.integer(0)
         #expect(String(decoding: w.bytes, as: UTF8.self) == ":-9223372036854775808\r\n:9223372036854775807\r\n:0\r\n")
+        // And they parse back: Int64.min's magnitude does not fit an Int64.
+        var p = ValueParser()
+        p.append(w.bytes + Array(":-9223372036854775809\r\n".utf8))
+        #expect((try? p.next()) == .integer(Int64.min))
+        #expect((try? p.next()) == .integer(Int64.max))
+        #expect((try? p.next()) == .integer(0))
+        #expect(throws: RESPProtocolError.self) { try p.next() }
     }
 
     @Test func everyTypeParsesAnyWayItArrives() throws {

@@ -327,3 +327,39 @@ def test_a_300_mb_value_can_be_set_and_read_back(fresh_server):
     assert c.strlen("huge") == len(value)
     assert c.get("huge") == value
     assert c.get("huge") == value  # and again, on the same connection
+
+
+def test_client_list_follows_pipelined_sets_and_gets(fresh_server):
+    """The grouped executors pass the same door as every request: CLIENT LIST shows a
+    pipelining client's current command and a fresh idle time."""
+    s = fresh_server()
+    c = s.client()
+    for test in ("set", "get"):
+        bench = subprocess.Popen(
+            ["redis-benchmark", "-p", str(s.port), "-t", test, "-P", "16", "-c", "2", "-n", "3000000", "-r", "1000", "-q"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            seen = []
+            deadline = time.time() + 20
+            while time.time() < deadline:
+                seen = [e for e in c.client_list() if e["cmd"] == test and int(e["idle"]) == 0]
+                if len(seen) >= 2:
+                    break
+                time.sleep(0.2)
+            assert len(seen) >= 2, c.client_list()
+        finally:
+            bench.kill()
+            bench.wait()
+
+
+def test_pipelined_gets_delete_and_count_expired_keys(server):
+    c = server.client()
+    before = c.info("stats")["expired_keys"]
+    for i in range(20):
+        c.set(f"short:{i}", "v", px=20)
+    time.sleep(0.1)
+    with c.pipeline(transaction=False) as p:
+        for i in range(20):
+            p.get(f"short:{i}")
+        assert p.execute() == [None] * 20
+    assert c.info("stats")["expired_keys"] - before == 20

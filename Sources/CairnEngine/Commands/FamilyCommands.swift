@@ -43,7 +43,6 @@ enum FamilyCommands {
             let name = call.text(1)
             guard let family = call.engine.family(named: name) else { throw noSuchFamily(name) }
             call.session.family = family
-            call.session.record.state.withLock { $0.family = name }
             out.simpleString("OK")
         },
         Command("cf.info", arity: -1, flags: [.readonly], group: "cairn",

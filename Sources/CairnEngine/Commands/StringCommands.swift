@@ -18,11 +18,13 @@ enum StringCommands {
                     out.null()
                 }
             }
-        },
+        }
+        .grouped { _, _ in .read },
         Command("set", arity: -3, flags: [.write], keys: (1, 1, 1), group: "string",
                 summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
                 arguments: "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]",
-                handler: set),
+                handler: set)
+        .grouped { argv, _ in argv.count == 3 ? .write : nil },  // plain SET key value
         Command("setnx", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
                 summary: "Set the string value of a key only when the key doesn't exist.", arguments: "key value") { call, out throws(CommandError) in
             let created = try call.locked(call[1]) { () throws(CommandError) -> Bool in
@@ -80,7 +82,8 @@ enum StringCommands {
             let pairs = stride(from: 1, to: call.count, by: 2).map { (call[$0], call[$0 + 1]) }
             try call.locked(pairs.map(\.0)) { () throws(CommandError) in try call.writeBatch(pairs) }
             out.simpleString("OK")
-        },
+        }
+        .grouped { argv, _ in argv.count % 2 == 1 ? .write : nil },
         Command("msetnx", arity: -3, flags: [.write], keys: (1, -1, 2), group: "string",
                 summary: "Atomically modifies the string values of one or more keys only when all keys don't exist.",
                 arguments: "key value [key value ...]") { call, out throws(CommandError) in
@@ -168,6 +171,8 @@ enum StringCommands {
                 summary: summary, arguments: arguments) { call, out throws(CommandError) in
             out.integer(try increment(call, by: delta(call)))
         }
+        // A counter is read and written in the batch; reads through a snapshot run alone.
+        .grouped { _, session in session.readSnapshot == nil ? .write : nil }
     }
 
     /// INCR and friends: read, add and write under the key's lock. TTL is kept. (Outside MULTI

@@ -1,0 +1,119 @@
+public import RESP
+
+/// The one door every request passes, whichever executor then runs it: `execute` (one request,
+/// its handler), the grouped read (`executePlainGets`, one MultiGet for a run of GETs) or the
+/// grouped write (`writePlainWrites`, one batch for the writes of many clients), EXEC's queue
+/// and the long-command queue.
+///
+/// `screen` holds the rules (lookup and arity, authentication, the user's permissions, the
+/// key and value size limits) and changes nothing; `admitted` records what passing means (the
+/// client's `cmd` and `idle` in CLIENT LIST, the command count). A fast executor is chosen by
+/// the command table (`Command.grouping`), never by comparing names, and asks `screen` first,
+/// so no executor has rules of its own.
+extension Engine {
+    /// What the door says of a request.
+    enum Screening {
+        /// No such command, or a wrong number of arguments.
+        case unknown(CommandError)
+        /// The command exists but may not run now for this session.
+        case refused(Command, CommandError)
+        case admitted(Command)
+    }
+
+    /// The rules, without side effects.
+    func screen(_ argv: [[UInt8]], session: Session) -> Screening {
+        guard let first = argv.first else { return .unknown(CommandError("ERR", "empty command")) }
+        let command: Command
+        switch lookup(argv, first: first) {
+        case .failure(let error): return .unknown(error)
+        case .success(let c): command = c
+        }
+        if !session.authenticated && !command.flags.contains(.noAuth) { return .refused(command, .noAuth) }
+        if session.authenticated, let refusal = guardrails.check(command, argv, session: session) {
+            return .refused(command, refusal)
+        }
+        if session.inTransaction && command.flags.contains(.noTransaction) {
+            return .refused(command, CommandError("ERR", "Command not allowed inside a transaction"))
+        }
+        return .admitted(command)
+    }
+
+    /// Records that `count` requests of `command` from `session` passed the door (or reached
+    /// it, when refused): CLIENT LIST's `cmd` and `idle`, the count of commands processed.
+    func admitted(_ command: String, session: Session, count: Int = 1) {
+        stats.commandsProcessed.increment(by: count)
+        let now = Clock.milliseconds()
+        session.record.state.withLock {
+            $0.lastCommand = command
+            $0.lastInteraction = now
+        }
+    }
+
+    /// Runs one request through the door and its handler, and appends its reply to `out`.
+    public func execute(_ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
+        switch screen(argv, session: session) {
+        case .unknown(let error):
+            stats.commandsProcessed.increment()
+            if session.inTransaction { session.transactionFailed = true }
+            reply(error, to: &out)
+        case .refused(let command, let error):
+            admitted(command.name, session: session)
+            if session.inTransaction { session.transactionFailed = true }
+            if error.prefix == "NOPERM" {
+                logger.info("refused '\(command.name)' to user \(session.user) (client \(session.id), \(session.record.address))")
+            }
+            reply(error, to: &out)
+        case .admitted(let command):
+            admitted(command.name, session: session)
+            if session.inTransaction && !command.flags.contains(.noMulti) {
+                session.queued?.append(argv)
+                out.simpleString("QUEUED")
+                return
+            }
+            run(command, argv, session: session, out: &out)
+        }
+    }
+
+    /// How the server may run this request together with its neighbours, when it passes the
+    /// door as it is (`Command.grouping`); nil: it runs alone through `execute` (refused
+    /// requests too, so their errors come from one place). Outside MULTI only, and never for a
+    /// request big enough to run off the worker.
+    public func grouping(_ argv: [[UInt8]], session: Session) -> Command.Grouping? {
+        guard !session.inTransaction, argv.count <= Engine.longArgumentCount,
+              case .admitted(let command) = screen(argv, session: session), let rule = command.grouping
+        else { return nil }
+        return rule(argv, session)
+    }
+
+    /// Requests with more arguments than this run off the worker (`runsLong`).
+    public static let longArgumentCount = 1024
+
+    /// True for a request that may take long enough to hold up the other clients of its worker:
+    /// one with more than `longArgumentCount` arguments (a 500,000-key MSET, DEL or MGET) or a
+    /// command flagged `long` (DBSIZE, KEYS, COMPACT). The server runs it off the worker, on a
+    /// queue of its own, through `execute` like any other request; its client waits for it.
+    /// Inside MULTI a request is only queued, which is quick.
+    public func runsLong(_ argv: [[UInt8]], session: Session) -> Bool {
+        guard !session.inTransaction, let first = argv.first else { return false }
+        if argv.count > Engine.longArgumentCount { return true }
+        guard case .success(let command) = lookup(argv, first: first) else { return false }
+        return command.flags.contains(.long)
+    }
+
+    /// Deletes `key`, found expired by a read, unless it was rewritten meanwhile, and counts it
+    /// in `expired_keys`: what every read path does with an expired value (Redis's lazy expiry).
+    /// The caller holds no key lock and is not inside EXEC.
+    func reapExpired(_ key: [UInt8], in family: Family) {
+        let handle = family.handle
+        locks.withLock(key, in: family) {
+            let stillExpired = (try? database.withValue(forKey: key, in: handle) { raw in
+                raw.flatMap { ValueFormat.header(of: $0) }?.isExpired(now: Clock.milliseconds()) ?? false
+            }) ?? false
+            if stillExpired, (try? database.delete(key, in: handle, options: writeOptions)) != nil {
+                // No `changed`: the key ceased to exist when it expired, and a WATCH of it
+                // before then fires on its expiry (WatchedKey.expiresAt); this changes nothing.
+                stats.expiredKeys.increment()
+            }
+        }
+    }
+}

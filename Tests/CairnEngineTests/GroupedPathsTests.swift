@@ -1,0 +1,113 @@
+@testable import CairnEngine
+import CairnTestSupport
+import RESP
+import Testing
+
+/// One door: a pipeline run through the grouped executors (`executePipeline`: GETs as one
+/// MultiGet, plain writes as one batch) must answer exactly what the same requests answer run
+/// one at a time through `execute`, leave the same data, and leave the same client record.
+@Suite struct GroupedPathsTests {
+    static func argv(_ words: [String]) -> [[UInt8]] { words.map { Array($0.utf8) } }
+
+    /// A seeded mix of grouped and ungrouped requests over a few keys, with errors on purpose.
+    static func requests(seed: UInt64, count: Int) -> [[[UInt8]]] {
+        var rng = SeededGenerator(seed: seed)
+        let keys = ["a", "b", "c", "n", "m", "word"]
+        func key() -> String { keys.randomElement(using: &rng)! }
+        func number() -> String { ["1", "-3", "17", "x", "9223372036854775807", "-9223372036854775808"].randomElement(using: &rng)! }
+        var out: [[[UInt8]]] = []
+        for _ in 0..<count {
+            let words: [String] = switch Int.random(in: 0..<16, using: &rng) {
+            case 0, 1, 2: ["GET", key()]
+            case 3, 4: ["SET", key(), number()]
+            case 5: ["MSET", key(), number(), key(), "v"]
+            case 6: ["INCR", key()]
+            case 7: ["DECR", key()]
+            case 8: ["INCRBY", key(), number()]
+            case 9: ["DECRBY", key(), number()]
+            case 10: ["DEL", key()]
+            case 11: ["SET", key(), "t", "EX", "1000"]
+            case 12: ["APPEND", key(), "z"]
+            case 13: ["MGET", key(), key()]
+            case 14: ["MSET", key()]  // wrong number of arguments
+            default: ["EXISTS", key(), key()]
+            }
+            out.append(argv(words))
+        }
+        return out
+    }
+
+    static func replies(_ bytes: [UInt8]) throws -> [RESPValue] {
+        var parser = ValueParser()
+        parser.append(bytes)
+        var values: [RESPValue] = []
+        while let v = try parser.next() { values.append(v) }
+        return values
+    }
+
+    static func contents(_ h: EngineHarness) -> [String: RESPValue] {
+        guard case .array(let keys) = h.run("KEYS", "*") else { return [:] }
+        var out: [String: RESPValue] = [:]
+        for case .bulkString(let k) in keys {
+            out[String(decoding: k, as: UTF8.self)] = h.run([Array("GET".utf8), k])
+        }
+        return out
+    }
+
+    @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    func groupedAnswersAsAlone(seed: UInt64) throws {
+        let requests = Self.requests(seed: seed, count: 400)
+        let grouped = try EngineHarness()
+        let alone = try EngineHarness()
+        var groupedOut = RESPWriter(version: .v2)
+        grouped.engine.executePipeline(requests, session: grouped.session, out: &groupedOut)
+        var aloneOut = RESPWriter(version: .v2)
+        for r in requests { alone.engine.execute(r, session: alone.session, out: &aloneOut) }
+        let a = try Self.replies(groupedOut.bytes)
+        let b = try Self.replies(aloneOut.bytes)
+        #expect(a.count == requests.count)
+        for i in 0..<min(a.count, b.count) where a[i] != b[i] {
+            Issue.record("request \(i) \(requests[i].map { String(decoding: $0, as: UTF8.self) }): grouped \(a[i]), alone \(b[i])")
+        }
+        #expect(Self.contents(grouped) == Self.contents(alone))
+        #expect(grouped.engine.stats.commandsProcessed.value == alone.engine.stats.commandsProcessed.value)
+    }
+
+    /// The grouped executors update the client record as `execute` does (CLIENT LIST's cmd=).
+    @Test func groupedRequestsShowInTheClientRecord() throws {
+        let h = try EngineHarness()
+        var out = RESPWriter(version: .v2)
+        h.engine.executePipeline([Self.argv(["SET", "k", "1"]), Self.argv(["SET", "k", "2"])], session: h.session, out: &out)
+        #expect(h.session.record.state.withLock { $0.lastCommand } == "set")
+        h.engine.executePipeline([Self.argv(["GET", "k"]), Self.argv(["GET", "k"])], session: h.session, out: &out)
+        #expect(h.session.record.state.withLock { $0.lastCommand } == "get")
+        h.engine.executePipeline([Self.argv(["INCR", "n"]), Self.argv(["DECRBY", "n", "3"])], session: h.session, out: &out)
+        #expect(h.session.record.state.withLock { $0.lastCommand } == "decrby")
+    }
+
+    /// An expired key read by a grouped GET is deleted and counted, as a GET alone does.
+    @Test func groupedGetsReapExpiredKeys() throws {
+        let h = try EngineHarness()
+        #expect(h.run("SET", "gone", "v", "PX", "1") == .ok)
+        #expect(h.run("SET", "kept", "v") == .ok)
+        // Wait without reading the key (a read would delete it first).
+        let until = Clock.milliseconds() + 5
+        while Clock.milliseconds() < until {}
+        let before = h.engine.stats.expiredKeys.value
+        var out = RESPWriter(version: .v2)
+        h.engine.executePipeline([Self.argv(["GET", "gone"]), Self.argv(["GET", "kept"])], session: h.session, out: &out)
+        #expect(try Self.replies(out.bytes) == [.null, .bulk("v")])
+        #expect(h.engine.stats.expiredKeys.value == before + 1)
+    }
+
+    /// CF.DROP moves the dropping session to `default`, and CLIENT LIST says so.
+    @Test func familyDropShowsInTheClientRecord() throws {
+        let h = try EngineHarness()
+        #expect(h.run("CF.CREATE", "tmp") == .ok)
+        #expect(h.run("CF.USE", "tmp") == .ok)
+        #expect(h.session.record.state.withLock { $0.family } == "tmp")
+        #expect(h.run("CF.DROP", "tmp") == .ok)
+        #expect(h.session.family.name == "default")
+        #expect(h.session.record.state.withLock { $0.family } == "default")
+    }
+}
