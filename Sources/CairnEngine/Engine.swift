@@ -32,6 +32,8 @@ public final class Engine: @unchecked Sendable {
     public internal(set) var defaultFamily: Family
     /// Backups, online restore and checkpoints (Backups.swift).
     public let backups = Backups()
+    /// Disk-full mode: refuses writes before RocksDB runs out of space (DiskSpace.swift).
+    public let diskGuard = DiskGuard()
     /// Set by the server when it syncs the WAL for `appendfsync always` itself (group commit,
     /// see `Session.unsyncedWrite`); until then writes under `always` sync one by one.
     public let groupCommit = Atomic<Bool>(false)
@@ -55,6 +57,7 @@ public final class Engine: @unchecked Sendable {
         self.database = db
         self.families = Mutex(families)
         self.defaultFamily = defaultFamily
+        diskGuard.poll(self)
     }
 
     /// The RocksDB options the server opens its database with (also used by `cairn-bench-rocks`).
@@ -96,16 +99,27 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Closes the database. The server calls this at shutdown, after the last command ran.
+    ///
+    /// After RocksDB reported a write error it has not recovered from, the database is left
+    /// open instead: syncing or closing a WAL whose append failed aborts the process in
+    /// Debian's librocksdb (assertions on). Every acknowledged write is in the WAL file already,
+    /// and the next start replays it.
     public func close() throws {
         backups.close()
+        if diskGuard.isFaulted {
+            logger.warning("leaving the database unclosed: RocksDB has not recovered from its write error; the next start replays the WAL")
+            return
+        }
         try database.flushWAL(sync: true)
         try database.close()
     }
 
     /// Syncs the WAL (the `everysec` timer calls this once a second, the group commit of
-    /// `always` whenever writes wait). False when the sync failed (logged).
+    /// `always` whenever writes wait). False when the sync failed (logged), or was not tried
+    /// because RocksDB has a write error (`DiskGuard.isFaulted`): its WAL may be unusable.
     @discardableResult
     public func syncWAL() -> Bool {
+        if diskGuard.isFaulted { return false }
         do {
             try database.flushWAL(sync: true)
             stats.walSyncs.increment()
@@ -320,6 +334,10 @@ public final class Engine: @unchecked Sendable {
 
     /// Runs an already-checked command; used by EXEC for each queued request too.
     func run(_ command: Command, _ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
+        if let refusal = diskRefusal(command, argv, session: session) {
+            reply(refusal, to: &out)
+            return
+        }
         let call = Call(engine: self, session: session, argv: argv, name: command.name)
         if command.flags.contains(.write) { session.unsyncedWrite = true }
         do {
@@ -366,6 +384,7 @@ public final class Engine: @unchecked Sendable {
             return try body()
         } catch let error as StorageError {
             logger.error("\(what) failed: \(error)")
+            diskGuard.noteFailure(error, engine: self)
             throw Engine.commandError(for: error)
         } catch let error as CommandError {
             throw error
@@ -377,7 +396,7 @@ public final class Engine: @unchecked Sendable {
 
     static func commandError(for error: StorageError) -> CommandError {
         switch error.code {
-        case .noSpace: CommandError("ERR", "write failed: no space left on the data disk; reads still work")
+        case .noSpace: .diskFull
         case .familyDropped: CommandError("ERR", "the column family was dropped; use CF.USE to pick another")
         case .closed: CommandError("ERR", "the database is closed (restore or shutdown in progress)")
         case .busy, .tryAgain: CommandError("ERR", "storage busy, try again")

@@ -188,6 +188,8 @@ public final class ExpirySweep: Sendable {
             }
             guard checked != nil else { return 0 }
             guard count > 0 else { return 0 }
+            // In disk-full mode nothing may write; the next pass after it ends deletes them.
+            guard !engine.diskGuard.refusesWrites else { return 0 }
             do {
                 try engine.database.write(batch, options: engine.writeOptions)
                 return count

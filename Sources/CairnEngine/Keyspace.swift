@@ -174,6 +174,8 @@ extension Call {
         // Under a key lock (a write is about to replace the value) or in EXEC, leave it: the
         // locks are not re-entrant, and compaction drops it anyway.
         guard session.transaction == nil && !session.holdsKeyLocks else { return }
+        // In disk-full mode nothing may write; compaction drops the value later.
+        guard !engine.diskGuard.refusesWrites else { return }
         let handle = family.handle
         let engine = engine
         engine.locks.withLock(key, in: family) {

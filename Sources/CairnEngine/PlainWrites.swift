@@ -89,6 +89,10 @@ extension Engine {
     /// family was dropped) is not every connection's.
     public func writePlainWrites(_ groups: [PlainWrites]) -> [[PlainReply]] {
         for g in groups { stats.commandsProcessed.increment(by: g.requests.count) }
+        let bytes = groups.reduce(0) { sum, g in g.requests.reduce(sum) { $0 + $1.reduce(0) { $0 + $1.count } } }
+        guard diskGuard.admit(bytes, engine: self) else {
+            return groups.map { $0.requests.map { _ in .error(.diskFull) } }
+        }
         switch write(groups) {
         case .success(let replies): return replies
         case .failure(let failure) where groups.count == 1: return [groups[0].requests.map { _ in .error(failure) }]

@@ -1,0 +1,183 @@
+import Logging
+import Rocks
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Disk-full mode: writes stop while the data disk has less than `min-free-disk` free, before
+/// RocksDB itself runs out, and start again on their own once space returns. Reads keep working.
+///
+/// Why stop early rather than let RocksDB fail: Debian's librocksdb is built with assertions on,
+/// and once a WAL append fails with ENOSPC, any later use of that WAL file (a sync, a flush of
+/// its buffer, closing the database) aborts the process
+/// (`WritableFileWriter::AssertFalseAndGetStatusForPrevError`). So the engine keeps RocksDB away
+/// from a full disk: the server calls `poll(_:)` every 100 ms, which measures free space with
+/// `statvfs` (cheap), and every write is admitted against that figure minus the bytes admitted
+/// since (`admit(_:)`), so a burst of writes between two polls cannot overshoot the reserve.
+/// The reserve leaves room for what RocksDB writes after writes stop: flushing the memtables,
+/// a new WAL file, the MANIFEST. Compactions write their output before deleting their input,
+/// so the bytes RocksDB estimates its pending compactions will rewrite
+/// (`rocksdb.estimate-pending-compaction-bytes`, all families) are kept free on top; RocksDB
+/// lowers that estimate as soon as it picks a compaction, so its peak is held while any runs.
+///
+/// If RocksDB reports an I/O error anyway (say a compaction ate the reserve), the engine is
+/// *faulted*: writes are refused, and nothing that may touch a failed WAL runs (WAL syncs,
+/// memtable flushes for backups or COMPACT, closing the database at shutdown). RocksDB recovers
+/// from a no-space error by itself once there is room (its SstFileManager retries the flush and
+/// switches to a fresh WAL); `poll(_:)` then probes with an empty write batch, which RocksDB
+/// answers with its background error without touching the WAL until it has recovered.
+public final class DiskGuard: Sendable {
+    /// The free-space figure `admit` works against: the last `statvfs`, minus bytes admitted since.
+    private let estimatedFree = Atomic<Int>(.max)
+    /// Bytes that must stay free: `min-free-disk` (resolved) plus pending compaction bytes.
+    private let reserve = Atomic<Int>(0)
+    /// Writes are refused because free space is below the reserve.
+    private let full = Atomic<Bool>(false)
+    /// RocksDB reported an I/O error; its WAL may be unusable until it recovers.
+    private let faulted = Atomic<Bool>(false)
+    /// The largest pending-compaction estimate since no compaction was running.
+    private let compactionPeak = Atomic<Int>(0)
+    /// Free bytes at the last poll (INFO).
+    private let measuredFree = Atomic<Int>(-1)
+
+    init() {}
+
+    /// The reserve `min-free-disk` asks for: its value, or when 0 (the default) twice
+    /// `write-buffer-size` (a memtable being flushed and the next one) plus 8 MiB (a new WAL
+    /// file's preallocation, MANIFEST, OPTIONS and log files).
+    public static func reserve(for c: Configuration) -> Int {
+        c.minFreeDisk > 0 ? c.minFreeDisk : 2 * c.writeBufferSize + 8 * 1024 * 1024
+    }
+
+    /// Free bytes for an unprivileged writer on the file system holding `path`, or nil.
+    static func freeBytes(at path: String) -> Int? {
+        var st = statvfs()
+        guard statvfs(path, &st) == 0 else { return nil }
+        let (bytes, overflow) = Int(st.f_bavail).multipliedReportingOverflow(by: Int(st.f_frsize))
+        return overflow ? .max : bytes
+    }
+
+    /// True while writes are refused (disk-full mode).
+    public var refusesWrites: Bool { full.load(ordering: .relaxed) || faulted.load(ordering: .relaxed) }
+
+    /// True while RocksDB's WAL may have failed: WAL syncs, flushes and closing must wait.
+    public var isFaulted: Bool { faulted.load(ordering: .relaxed) }
+
+    /// Admits a write of about `bytes` bytes, or returns false (and enters disk-full mode) when
+    /// it would leave less than the reserve free.
+    func admit(_ bytes: Int, engine: Engine) -> Bool {
+        if refusesWrites { return false }
+        let left = estimatedFree.subtract(bytes, ordering: .relaxed).newValue
+        guard left < reserve.load(ordering: .relaxed) else { return true }
+        enterFull(engine, free: max(left, 0))
+        return false
+    }
+
+    /// Notes a failed storage call: RocksDB ran out of space (or failed to write) after all.
+    func noteFailure(_ error: StorageError, engine: Engine) {
+        guard error.code == .noSpace || error.code == .ioError else { return }
+        if !faulted.exchange(true, ordering: .relaxed) {
+            engine.logger.error("disk-full mode: RocksDB reported \(error); writes are refused and WAL syncs paused until it recovers")
+        }
+    }
+
+    /// Measures free space and enters or leaves disk-full mode. The server calls this every
+    /// 100 ms, on the queue that syncs the WAL (so it is paused with it during a restore).
+    public func poll(_ engine: Engine) {
+        let config = engine.configuration
+        let pending = engine.pendingCompactionBytes
+        let running = engine.database.integerProperty("rocksdb.num-running-compactions") ?? 0
+        let held = running > 0 ? max(compactionPeak.load(ordering: .relaxed), pending) : pending
+        compactionPeak.store(held, ordering: .relaxed)
+        let reserve = DiskGuard.reserve(for: config) + held
+        self.reserve.store(reserve, ordering: .relaxed)
+        guard let free = DiskGuard.freeBytes(at: config.dir) else { return }
+        measuredFree.store(free, ordering: .relaxed)
+        estimatedFree.store(free, ordering: .relaxed)
+        if free < reserve {
+            enterFull(engine, free: free)
+            return
+        }
+        if faulted.load(ordering: .relaxed) && !probe(engine) { return }
+        // A little above the reserve, so a flush that frees a few MiB does not flip the mode.
+        if full.load(ordering: .relaxed) && free >= reserve + reserve / 8 {
+            full.store(false, ordering: .relaxed)
+            engine.logger.notice("disk-full mode ends: \(free / 1_048_576) MiB free, \(reserve / 1_048_576) MiB kept free; writes resume")
+        }
+    }
+
+    /// An empty write: fails with RocksDB's background error until RocksDB has recovered.
+    private func probe(_ engine: Engine) -> Bool {
+        do {
+            try engine.database.write(WriteBatch())
+        } catch {
+            return false
+        }
+        faulted.store(false, ordering: .relaxed)
+        engine.logger.notice("RocksDB recovered from its write error")
+        return true
+    }
+
+    private func enterFull(_ engine: Engine, free: Int) {
+        guard !full.exchange(true, ordering: .relaxed) else { return }
+        let reserve = reserve.load(ordering: .relaxed)
+        engine.logger.warning("disk-full mode: \(free / 1_048_576) MiB free on the data disk, below the \(reserve / 1_048_576) MiB kept free (min-free-disk plus pending compactions); writes are refused, reads still work")
+    }
+
+    /// INFO lines: `disk_full`, `disk_free_bytes` (at the last poll), `disk_reserve_bytes` (kept free).
+    func infoLines() -> [(String, String)] {
+        [
+            ("disk_full", refusesWrites ? "1" : "0"),
+            ("disk_free_bytes", String(measuredFree.load(ordering: .relaxed))),
+            ("disk_reserve_bytes", String(reserve.load(ordering: .relaxed))),
+        ]
+    }
+}
+
+extension CommandError {
+    /// A write refused in disk-full mode (or failed by RocksDB for lack of space).
+    static let diskFull = CommandError("ERR", "write failed: no space left on the data disk; reads still work")
+}
+
+extension Engine {
+    /// What RocksDB estimates its pending compactions will rewrite, over every family.
+    var pendingCompactionBytes: Int {
+        let db = database
+        let families = allFamilies.map(\.handle) + [db.family(named: Engine.metaFamilyName)].compactMap { $0 }
+        return families.reduce(0) { sum, f in
+            sum + Int(clamping: db.integerProperty("rocksdb.estimate-pending-compaction-bytes", in: f) ?? 0)
+        }
+    }
+
+    /// Commands that make RocksDB flush its memtables or close the database, so touch the WAL
+    /// even though they write nothing themselves.
+    private static let touchesWAL: Set<String> = ["compact", "bgsave", "backup.create", "backup.restore", "checkpoint"]
+
+    /// Why `command` may not run now because of disk-full mode, or nil. A write is admitted
+    /// against the free space (`DiskGuard.admit`) with the size of its arguments; EXEC with
+    /// the sum of its queued writes, and refused whole (its transaction discarded) rather than
+    /// applying the transaction's reads and failing its writes.
+    func diskRefusal(_ command: Command, _ argv: [[UInt8]], session: Session) -> CommandError? {
+        if command.flags.contains(.write) {
+            return diskGuard.admit(argv.reduce(0) { $0 + $1.count }, engine: self) ? nil : .diskFull
+        }
+        if command.name == "exec", let queued = session.queued {
+            var bytes = 0, writes = false
+            for q in queued {
+                guard case .success(let c) = lookup(q, first: q[0]), c.flags.contains(.write) else { continue }
+                writes = true
+                bytes += q.reduce(0) { $0 + $1.count }
+            }
+            guard writes, !diskGuard.admit(bytes, engine: self) else { return nil }
+            session.queued = nil
+            session.watched = []
+            session.transactionFailed = false
+            return .diskFull
+        }
+        if diskGuard.isFaulted && Engine.touchesWAL.contains(command.name) {
+            return CommandError("ERR", "not now: the data disk filled up and RocksDB has not recovered yet; try again once writes work")
+        }
+        return nil
+    }
+}
