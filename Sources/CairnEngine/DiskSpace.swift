@@ -27,6 +27,10 @@ import Glibc
 /// from a no-space error by itself once there is room (its SstFileManager retries the flush and
 /// switches to a fresh WAL); `poll(_:)` then probes with an empty write batch, which RocksDB
 /// answers with its background error without touching the WAL until it has recovered.
+///
+/// A start on a disk with less than the reserve free opens the database read-only (writing
+/// would replay the WAL into new table files and start a new WAL); once space returns,
+/// `poll(_:)` has the server pause clients and reopens it for writing (`reopenForWriting`).
 public final class DiskGuard: Sendable {
     /// The free-space figure `admit` works against: the last `statvfs`, minus bytes admitted since.
     private let estimatedFree = Atomic<Int>(.max)
@@ -38,6 +42,11 @@ public final class DiskGuard: Sendable {
     private let faulted = Atomic<Bool>(false)
     /// The largest pending-compaction estimate since no compaction was running.
     private let compactionPeak = Atomic<Int>(0)
+    /// The database is open read-only because the disk was full at start.
+    private let readOnly = Atomic<Bool>(false)
+    /// When the last switch from read-only to writing was started (milliseconds), so a failing
+    /// one is retried every few seconds rather than every poll.
+    private let lastReopen = Atomic<Int64>(0)
     /// Free bytes at the last poll (INFO).
     private let measuredFree = Atomic<Int>(-1)
 
@@ -59,7 +68,25 @@ public final class DiskGuard: Sendable {
     }
 
     /// True while writes are refused (disk-full mode).
-    public var refusesWrites: Bool { full.load(ordering: .relaxed) || faulted.load(ordering: .relaxed) }
+    public var refusesWrites: Bool {
+        full.load(ordering: .relaxed) || faulted.load(ordering: .relaxed) || readOnly.load(ordering: .relaxed)
+    }
+
+    /// True while the database is open read-only because the disk was full at start.
+    public var isReadOnly: Bool { readOnly.load(ordering: .relaxed) }
+
+    /// Whether a start must open the database read-only: it exists and the disk holding it has
+    /// less than `min-free-disk` free.
+    static func mustOpenReadOnly(_ c: Configuration) -> Bool {
+        var st = stat()
+        guard stat("\(c.dir)/CURRENT", &st) == 0, let free = freeBytes(at: c.dir) else { return false }
+        return free < reserve(for: c)
+    }
+
+    func openedReadOnly() {
+        readOnly.store(true, ordering: .relaxed)
+        full.store(true, ordering: .relaxed)
+    }
 
     /// True while RocksDB's WAL may have failed: WAL syncs, flushes and closing must wait.
     public var isFaulted: Bool { faulted.load(ordering: .relaxed) }
@@ -97,6 +124,20 @@ public final class DiskGuard: Sendable {
         estimatedFree.store(free, ordering: .relaxed)
         if free < reserve {
             enterFull(engine, free: free)
+            return
+        }
+        if readOnly.load(ordering: .relaxed) {
+            let now = Clock.milliseconds()
+            guard free >= reserve + reserve / 8, now - lastReopen.load(ordering: .relaxed) >= 5000 else { return }
+            lastReopen.store(now, ordering: .relaxed)
+            // Not on this queue: the server pauses it while the database is swapped.
+            let work: @Sendable () -> Void = { [self] in
+                let reopen = { (sessions: [Session]) in
+                    if engine.reopenForWriting(sessions: sessions) { self.readOnly.store(false, ordering: .relaxed) }
+                }
+                if let hooks = engine.hooks { hooks.withClientsPaused(reopen) } else { reopen([]) }
+            }
+            if let hooks = engine.hooks { hooks.runInBackground(work) } else { work() }
             return
         }
         if faulted.load(ordering: .relaxed) && !probe(engine) { return }
@@ -175,7 +216,7 @@ extension Engine {
             session.transactionFailed = false
             return .diskFull
         }
-        if diskGuard.isFaulted && Engine.touchesWAL.contains(command.name) {
+        if (diskGuard.isFaulted || diskGuard.isReadOnly) && Engine.touchesWAL.contains(command.name) {
             return CommandError("ERR", "not now: the data disk filled up and RocksDB has not recovered yet; try again once writes work")
         }
         return nil

@@ -53,10 +53,18 @@ public final class Engine: @unchecked Sendable {
         let stats = EngineStats()
         self.stats = stats
         try RestoreJournal.finishInterrupted(in: configuration.dir, logger: logger)
-        let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats)
+        // Opening for writing replays the WAL into new table files and starts a new WAL; on a
+        // full disk RocksDB fails that (or aborts, in assertion builds), so open read-only and
+        // switch to writing once space returns (DiskGuard.poll).
+        let readOnly = DiskGuard.mustOpenReadOnly(configuration)
+        if readOnly {
+            logger.warning("the data disk has less than min-free-disk free: opening the database read-only; writes are refused until space returns")
+        }
+        let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats, readOnly: readOnly)
         self.database = db
         self.families = Mutex(families)
         self.defaultFamily = defaultFamily
+        if readOnly { diskGuard.openedReadOnly() }
         diskGuard.poll(self)
     }
 
@@ -83,9 +91,11 @@ public final class Engine: @unchecked Sendable {
         return o
     }
 
-    static func openDatabase(_ c: Configuration, stats: EngineStats) throws -> (Database, [String: Family], Family) {
+    static func openDatabase(_ c: Configuration, stats: EngineStats, readOnly: Bool = false) throws -> (Database, [String: Family], Family) {
         try makeDirectory(c.dir)
-        let db = try Database.open(at: c.dir, options: databaseOptions(c)) { familyOptions($0, stats: stats) }
+        var options = databaseOptions(c)
+        options.readOnly = readOnly
+        let db = try Database.open(at: c.dir, options: options) { familyOptions($0, stats: stats) }
         let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)
         var families: [String: Family] = [:]
         for handle in db.families where handle.name != metaFamilyName {
@@ -106,6 +116,10 @@ public final class Engine: @unchecked Sendable {
     /// and the next start replays it.
     public func close() throws {
         backups.close()
+        if diskGuard.isReadOnly {
+            try database.close()
+            return
+        }
         if diskGuard.isFaulted {
             logger.warning("leaving the database unclosed: RocksDB has not recovered from its write error; the next start replays the WAL")
             return
@@ -119,7 +133,7 @@ public final class Engine: @unchecked Sendable {
     /// because RocksDB has a write error (`DiskGuard.isFaulted`): its WAL may be unusable.
     @discardableResult
     public func syncWAL() -> Bool {
-        if diskGuard.isFaulted { return false }
+        if diskGuard.isFaulted || diskGuard.isReadOnly { return false }
         do {
             try database.flushWAL(sync: true)
             stats.walSyncs.increment()

@@ -21,7 +21,7 @@ final class BackupSchedule: @unchecked Sendable {
             let now = Clock.milliseconds()
             guard interval > 0, now - lastRun >= interval * 1000 else { return }
             // A backup flushes the memtables, which touches a WAL RocksDB failed to write.
-            guard !engine.diskGuard.isFaulted else { return }
+            guard !engine.diskGuard.isFaulted && !engine.diskGuard.isReadOnly else { return }
             lastRun = now
             if !engine.backups.startBackground(engine, reason: "scheduled backup") {
                 engine.logger.info("scheduled backup skipped: one is already running")

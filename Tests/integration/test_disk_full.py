@@ -206,3 +206,64 @@ def test_disk_full_with_four_writers(tmpfs_dir, appendfsync):
             assert c.get(key) == value_for(key), f"acknowledged {key} lost or damaged after restart"
     finally:
         srv.cleanup()
+
+
+def test_stop_and_start_on_a_full_disk(tmpfs_dir):
+    """SIGTERM in disk-full mode exits 0; a start (also after kill -9) on a disk with no room
+    left opens read-only and serves reads instead of refusing to start, and switches to writing
+    by itself once space returns."""
+    srv = Cairnd(["--dir", os.path.join(tmpfs_dir, "data"), "--set", "write-buffer-size=4mb"])
+    try:
+        filler = os.path.join(tmpfs_dir, "filler")
+        subprocess.run(["fallocate", "-l", str(free_bytes(tmpfs_dir) - 24 * 1024 * 1024), filler], check=True)
+        c = srv.client()
+        acknowledged = []
+        for i in range(2000):
+            key = f"k{i}"
+            try:
+                assert c.set(key, value_for(key)) is True
+                acknowledged.append(key)
+            except redis.ResponseError as e:
+                assert str(e) == DISK_FULL, str(e)
+                break
+        else:
+            pytest.fail("the disk never filled")
+        assert acknowledged
+
+        assert srv.stop(signal.SIGTERM, timeout=30) == 0, "SIGTERM in disk-full mode exits cleanly"
+        srv.start()
+        c = srv.client()
+        assert c.get(acknowledged[-1]) == value_for(acknowledged[-1])
+
+        # A crash, then nothing at all left on the disk: the start still serves the data.
+        srv.stop(signal.SIGKILL)
+        subprocess.run(["fallocate", "-l", str(free_bytes(tmpfs_dir)), os.path.join(tmpfs_dir, "filler2")], check=True)
+        srv.start()
+        c = srv.client()
+        for key in acknowledged:
+            assert c.get(key) == value_for(key), key
+        with pytest.raises(redis.ResponseError, match="no space left on the data disk"):
+            c.set("while-full", "x")
+        assert c.info("persistence")["disk_full"] == 1
+
+        os.remove(filler)
+        os.remove(os.path.join(tmpfs_dir, "filler2"))
+        deadline = time.time() + 60
+        while True:
+            try:
+                assert c.set("after", "space returned") is True
+                break
+            except redis.ResponseError as e:
+                assert "no space left" in str(e), str(e)
+                assert time.time() < deadline, "writes did not resume within 60 s of space returning"
+                time.sleep(0.2)
+        assert srv.stop(signal.SIGTERM, timeout=30) == 0
+        srv.start()
+        c = srv.client()
+        for key in acknowledged:
+            assert c.get(key) == value_for(key), key
+        assert c.get("after") == b"space returned"
+        log = open(os.path.join(srv.directory, "cairnd.log")).read()
+        assert "opening the database read-only" in log
+    finally:
+        srv.cleanup()
