@@ -1,22 +1,23 @@
 import Rocks
 
 extension Engine {
-    /// Replaces the read-only database opened on a full disk with one open for writing, once
-    /// space has returned. True when it switched; on failure (logged) the read-only database
-    /// stays, or is opened again, and the caller retries later.
+    /// Closes the database and opens it again for writing: the read-only database opened on a
+    /// full disk once space has returned, or a database RocksDB stopped after a failed table
+    /// file write and did not recover by itself (`why` goes to the log). True when it switched;
+    /// on failure (logged) the database is opened read-only, and the caller retries later.
     ///
     /// Runs while no command runs (the server pauses every worker and the WAL queue); `sessions`
     /// are every connected client's. Their snapshots and iterators read the old database, so
     /// they are closed (their next use gets a clear error), SCAN cursors are forgotten and
     /// WATCHed transactions abort, as after an online restore.
-    func reopenForWriting(sessions: [Session]) -> Bool {
+    func reopenForWriting(sessions: [Session], why: String) -> Bool {
         for s in sessions { closeHandlesForRestore(s) }
         locks.withAll {}
         scanCursors.clear()
         do {
             try database.close()
         } catch {
-            logger.error("closing the read-only database failed: \(error); staying read-only")
+            logger.error("closing the database to reopen it failed: \(error)")
             return false
         }
         var switched = true
@@ -24,10 +25,11 @@ extension Engine {
         do {
             opened = try Engine.openDatabase(configuration, stats: stats)
         } catch {
-            logger.error("opening the database for writing failed: \(error); staying read-only")
+            logger.error("opening the database for writing failed: \(error); opening it read-only")
             switched = false
             do {
                 opened = try Engine.openDatabase(configuration, stats: stats, readOnly: true)
+                diskGuard.openedReadOnly()
             } catch {
                 logger.critical("reopening the database read-only failed too: \(error); every command will fail until restart")
                 return false
@@ -42,7 +44,7 @@ extension Engine {
             s.family = family
             s.record.state.withLock { $0.family = family.name }
         }
-        if switched { logger.notice("space returned on the data disk: the database is open for writing again") }
+        if switched { logger.notice("\(why): the database was reopened for writing") }
         return switched
     }
 }

@@ -18,15 +18,20 @@ import Glibc
 /// The reserve leaves room for what RocksDB writes after writes stop: flushing the memtables,
 /// a new WAL file, the MANIFEST. Compactions write their output before deleting their input,
 /// so the bytes RocksDB estimates its pending compactions will rewrite
-/// (`rocksdb.estimate-pending-compaction-bytes`, all families) are kept free on top; RocksDB
-/// lowers that estimate as soon as it picks a compaction, so its peak is held while any runs.
+/// (`rocksdb.estimate-pending-compaction-bytes`, all families) are kept free on top while a
+/// compaction runs; RocksDB lowers that estimate as soon as it picks a compaction, so the
+/// estimate from before it started is held until none runs.
 ///
 /// If RocksDB reports an I/O error anyway (say a compaction ate the reserve), the engine is
 /// *faulted*: writes are refused, and nothing that may touch a failed WAL runs (WAL syncs,
 /// memtable flushes for backups or COMPACT, closing the database at shutdown). RocksDB recovers
 /// from a no-space error by itself once there is room (its SstFileManager retries the flush and
 /// switches to a fresh WAL); `poll(_:)` then probes with an empty write batch, which RocksDB
-/// answers with its background error without touching the WAL until it has recovered.
+/// answers with its background error until it has recovered. RocksDB gives up when its
+/// recovery attempt itself finds no space (the 7.8 C API has no `Resume`), so when the probe
+/// still fails 10 s after space returned, the engine closes and reopens the database instead.
+/// All this only when table files failed: after a failed WAL or MANIFEST append, writing,
+/// syncing or closing may abort, so writes stay refused until a restart (which replays the WAL).
 ///
 /// A start on a disk with less than the reserve free opens the database read-only (writing
 /// would replay the WAL into new table files and start a new WAL); once space returns,
@@ -42,6 +47,13 @@ public final class DiskGuard: Sendable {
     private let faulted = Atomic<Bool>(false)
     /// The largest pending-compaction estimate since no compaction was running.
     private let compactionPeak = Atomic<Int>(0)
+    /// A failed write was not to a table file (a WAL or MANIFEST append): the database must
+    /// not be closed before RocksDB recovers.
+    private let closeUnsafe = Atomic<Bool>(false)
+    /// When space was first back while RocksDB still refused the probe (milliseconds; 0: not).
+    private let probeFailingSince = Atomic<Int64>(0)
+    /// The "waits for a restart" error was logged.
+    private let stuckLogged = Atomic<Bool>(false)
     /// The database is open read-only because the disk was full at start.
     private let readOnly = Atomic<Bool>(false)
     /// When the last switch from read-only to writing was started (milliseconds), so a failing
@@ -104,6 +116,8 @@ public final class DiskGuard: Sendable {
     /// Notes a failed storage call: RocksDB ran out of space (or failed to write) after all.
     func noteFailure(_ error: StorageError, engine: Engine) {
         guard error.code == .noSpace || error.code == .ioError else { return }
+        // RocksDB names the file it failed to write; only table files can be abandoned safely.
+        if !error.message.contains(".sst") { closeUnsafe.store(true, ordering: .relaxed) }
         if !faulted.exchange(true, ordering: .relaxed) {
             engine.logger.error("disk-full mode: RocksDB reported \(error); writes are refused and WAL syncs paused until it recovers")
         }
@@ -115,37 +129,68 @@ public final class DiskGuard: Sendable {
         let config = engine.configuration
         let pending = engine.pendingCompactionBytes
         let running = engine.database.integerProperty("rocksdb.num-running-compactions") ?? 0
+        // While none runs, the estimate only waits (it counts from when one starts): counting
+        // it would keep writes refused, and without writes RocksDB schedules no compaction.
         let held = running > 0 ? max(compactionPeak.load(ordering: .relaxed), pending) : pending
         compactionPeak.store(held, ordering: .relaxed)
-        let reserve = DiskGuard.reserve(for: config) + held
+        let base = DiskGuard.reserve(for: config)
+        let reserve = base + (running > 0 ? held : 0)
         self.reserve.store(reserve, ordering: .relaxed)
         guard let free = DiskGuard.freeBytes(at: config.dir) else { return }
         measuredFree.store(free, ordering: .relaxed)
         estimatedFree.store(free, ordering: .relaxed)
-        if free < reserve {
-            enterFull(engine, free: free)
-            return
-        }
+        if free < reserve { enterFull(engine, free: free) }
         if readOnly.load(ordering: .relaxed) {
-            let now = Clock.milliseconds()
-            guard free >= reserve + reserve / 8, now - lastReopen.load(ordering: .relaxed) >= 5000 else { return }
-            lastReopen.store(now, ordering: .relaxed)
-            // Not on this queue: the server pauses it while the database is swapped.
-            let work: @Sendable () -> Void = { [self] in
-                let reopen = { (sessions: [Session]) in
-                    if engine.reopenForWriting(sessions: sessions) { self.readOnly.store(false, ordering: .relaxed) }
-                }
-                if let hooks = engine.hooks { hooks.withClientsPaused(reopen) } else { reopen([]) }
-            }
-            if let hooks = engine.hooks { hooks.runInBackground(work) } else { work() }
+            if free >= reserve + reserve / 8 { reopen(engine, why: "space returned on the data disk") }
             return
         }
-        if faulted.load(ordering: .relaxed) && !probe(engine) { return }
+        // After a failed WAL or MANIFEST append nothing may write or close: RocksDB 7.8's own
+        // recovery can clear its error and keep the failed WAL (when every memtable is empty),
+        // and the next append to it aborts. A restart replays the WAL.
+        if faulted.load(ordering: .relaxed) && closeUnsafe.load(ordering: .relaxed) {
+            if free >= reserve && !stuckLogged.exchange(true, ordering: .relaxed) {
+                engine.logger.error("space is back, but RocksDB failed to append to its WAL or MANIFEST and cannot safely write again in this process: writes stay refused until cairnd restarts (a restart replays the WAL; nothing acknowledged is lost)")
+            }
+            return
+        }
+        // A stopped RocksDB keeps its WALs until a flush succeeds, so the disk may stay below
+        // the reserve until it recovers: recovery needs only room for that flush.
+        if faulted.load(ordering: .relaxed) && free >= base / 2 && !probe(engine) {
+            let now = Clock.milliseconds()
+            let since = probeFailingSince.load(ordering: .relaxed)
+            if since == 0 {
+                probeFailingSince.store(now, ordering: .relaxed)
+            } else if now - since >= 10_000 {
+                reopen(engine, why: "RocksDB did not recover from its write error by itself")
+            }
+            return
+        }
+        if free < reserve || faulted.load(ordering: .relaxed) { return }
         // A little above the reserve, so a flush that frees a few MiB does not flip the mode.
         if full.load(ordering: .relaxed) && free >= reserve + reserve / 8 {
             full.store(false, ordering: .relaxed)
             engine.logger.notice("disk-full mode ends: \(free / 1_048_576) MiB free, \(reserve / 1_048_576) MiB kept free; writes resume")
         }
+    }
+
+    /// Closes and reopens the database for writing, off this queue (the server pauses it while
+    /// the database is swapped), at most every 5 s.
+    private func reopen(_ engine: Engine, why: String) {
+        let now = Clock.milliseconds()
+        guard now - lastReopen.load(ordering: .relaxed) >= 5000 else { return }
+        lastReopen.store(now, ordering: .relaxed)
+        let work: @Sendable () -> Void = { [self] in
+            let body = { (sessions: [Session]) in
+                guard engine.reopenForWriting(sessions: sessions, why: why) else { return }
+                self.readOnly.store(false, ordering: .relaxed)
+                self.faulted.store(false, ordering: .relaxed)
+                self.closeUnsafe.store(false, ordering: .relaxed)
+                self.probeFailingSince.store(0, ordering: .relaxed)
+                self.stuckLogged.store(false, ordering: .relaxed)
+            }
+            if let hooks = engine.hooks { hooks.withClientsPaused(body) } else { body([]) }
+        }
+        if let hooks = engine.hooks { hooks.runInBackground(work) } else { work() }
     }
 
     /// An empty write: fails with RocksDB's background error until RocksDB has recovered.
@@ -156,6 +201,9 @@ public final class DiskGuard: Sendable {
             return false
         }
         faulted.store(false, ordering: .relaxed)
+        closeUnsafe.store(false, ordering: .relaxed)
+        probeFailingSince.store(0, ordering: .relaxed)
+        stuckLogged.store(false, ordering: .relaxed)
         engine.logger.notice("RocksDB recovered from its write error")
         return true
     }

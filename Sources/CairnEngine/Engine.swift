@@ -79,6 +79,10 @@ public final class Engine: @unchecked Sendable {
         o.backgroundJobs = c.maxBackgroundJobs
         o.memtableBloomRatio = c.memtableBloomRatio
         o.dataBlockHashRatio = c.dataBlockHashRatio
+        // RocksDB's LOG file sits on the data disk: once an append to it fails with ENOSPC, the
+        // next line logged (RocksDB logs its own disk-full error) aborts Debian's librocksdb
+        // (assertions on). Only fatal messages go there; Cairn's log says what happened.
+        o.infoLogLevel = .fatal
         return o
     }
 
@@ -124,7 +128,7 @@ public final class Engine: @unchecked Sendable {
             logger.warning("leaving the database unclosed: RocksDB has not recovered from its write error; the next start replays the WAL")
             return
         }
-        try database.flushWAL(sync: true)
+        try syncWALOrdered()
         try database.close()
     }
 
@@ -135,12 +139,28 @@ public final class Engine: @unchecked Sendable {
     public func syncWAL() -> Bool {
         if diskGuard.isFaulted || diskGuard.isReadOnly { return false }
         do {
-            try database.flushWAL(sync: true)
+            try syncWALOrdered()
             stats.walSyncs.increment()
             return true
         } catch {
             logger.error("WAL sync failed: \(error)")
             return false
+        }
+    }
+
+    /// Syncs the WAL with a sync write of an empty batch rather than `rocksdb_flush_wal`.
+    ///
+    /// `FlushWAL(sync)` fsyncs beside the write queue: when a concurrent append has just failed
+    /// (disk full), it syncs the failed WAL file, which aborts Debian's librocksdb (built with
+    /// assertions). A sync write waits its turn in the write queue, so it comes after any
+    /// failed append, and RocksDB answers it with its background error instead of touching
+    /// that file. A sync write syncs every earlier write's WAL records too.
+    func syncWALOrdered() throws {
+        do {
+            try database.write(WriteBatch(), options: WriteOptions(sync: true))
+        } catch let error as StorageError {
+            diskGuard.noteFailure(error, engine: self)
+            throw error
         }
     }
 
