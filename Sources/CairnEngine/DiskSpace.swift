@@ -15,6 +15,7 @@ import Glibc
 /// from a full disk: the server calls `poll(_:)` every 100 ms, which measures free space with
 /// `statvfs` (cheap), and every write is admitted against that figure minus the bytes admitted
 /// since (`admit(_:)`), so a burst of writes between two polls cannot overshoot the reserve.
+/// (RocksDB's own LOG file gets fatal messages only, see `Engine.databaseOptions`.)
 /// The reserve leaves room for what RocksDB writes after writes stop: flushing the memtables,
 /// a new WAL file, the MANIFEST. Compactions write their output before deleting their input,
 /// so the bytes RocksDB estimates its pending compactions will rewrite
@@ -47,8 +48,8 @@ public final class DiskGuard: Sendable {
     private let faulted = Atomic<Bool>(false)
     /// The largest pending-compaction estimate since no compaction was running.
     private let compactionPeak = Atomic<Int>(0)
-    /// A failed write was not to a table file (a WAL or MANIFEST append): the database must
-    /// not be closed before RocksDB recovers.
+    /// A failed write was not to a table file (a WAL or MANIFEST append): nothing may write,
+    /// sync or close the database until a restart.
     private let closeUnsafe = Atomic<Bool>(false)
     /// When space was first back while RocksDB still refused the probe (milliseconds; 0: not).
     private let probeFailingSince = Atomic<Int64>(0)
@@ -56,8 +57,8 @@ public final class DiskGuard: Sendable {
     private let stuckLogged = Atomic<Bool>(false)
     /// The database is open read-only because the disk was full at start.
     private let readOnly = Atomic<Bool>(false)
-    /// When the last switch from read-only to writing was started (milliseconds), so a failing
-    /// one is retried every few seconds rather than every poll.
+    /// When the last reopen for writing was started (milliseconds), so a failing one is
+    /// retried every few seconds rather than every poll.
     private let lastReopen = Atomic<Int64>(0)
     /// Free bytes at the last poll (INFO).
     private let measuredFree = Atomic<Int>(-1)
