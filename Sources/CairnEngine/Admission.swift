@@ -104,6 +104,8 @@ extension Engine {
     /// in `expired_keys`: what every read path does with an expired value (Redis's lazy expiry).
     /// The caller holds no key lock and is not inside EXEC.
     func reapExpired(_ key: [UInt8], in family: Family) {
+        // In disk-full mode nothing may write; compaction drops the value later.
+        guard !diskGuard.refusesWrites else { return }
         let handle = family.handle
         locks.withLock(key, in: family) {
             let stillExpired = (try? database.withValue(forKey: key, in: handle) { raw in

@@ -275,7 +275,7 @@ extension Engine {
         let old = database
         do {
             try storage("closing the database for restore") {
-                try old.flushWAL(sync: true)
+                try syncWALOrdered()
                 try old.close()
             }
         } catch {

@@ -102,6 +102,7 @@ public struct ConfigOption: Sendable {
         .bytes("block-cache-size", mutable: false, \.blockCacheSize),
         .bytes("row-cache-size", mutable: false, \.rowCacheSize),
         .bytes("write-buffer-size", mutable: false, \.writeBufferSize),
+        .bytes("min-free-disk", \.minFreeDisk),
         .string("compression", mutable: false, \.compression),
         .double("bloom-bits-per-key", mutable: false, 0...64, \.bloomBitsPerKey),
         .double("memtable-bloom-ratio", mutable: false, 0...0.25, \.memtableBloomRatio),

@@ -69,6 +69,9 @@ public struct Configuration: Sendable, Equatable {
     public var rowCacheSize = 0
     /// Memtable size per column family, bytes. Default 64 MiB.
     public var writeBufferSize = 64 * 1024 * 1024
+    /// Free space to keep on the data disk, bytes: below it writes are refused (disk-full mode,
+    /// `DiskGuard`) until space returns. Default 0: twice `writeBufferSize` plus 8 MiB.
+    public var minFreeDisk = 0
     /// Table compression: no, snappy, zlib, lz4, zstd. Default lz4.
     public var compression = "lz4"
     /// Bloom filter bits per key; 0 disables. Default 10.

@@ -32,6 +32,8 @@ public final class Engine: @unchecked Sendable {
     public internal(set) var defaultFamily: Family
     /// Backups, online restore and checkpoints (Backups.swift).
     public let backups = Backups()
+    /// Disk-full mode: refuses writes before RocksDB runs out of space (DiskSpace.swift).
+    public let diskGuard = DiskGuard()
     /// Set by the server when it syncs the WAL for `appendfsync always` itself (group commit,
     /// see `Session.unsyncedWrite`); until then writes under `always` sync one by one.
     public let groupCommit = Atomic<Bool>(false)
@@ -51,10 +53,19 @@ public final class Engine: @unchecked Sendable {
         let stats = EngineStats()
         self.stats = stats
         try RestoreJournal.recover(in: configuration.dir, logger: logger)
-        let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats)
+        // Opening for writing replays the WAL into new table files and starts a new WAL; on a
+        // full disk RocksDB fails that (or aborts, in assertion builds), so open read-only and
+        // switch to writing once space returns (DiskGuard.poll).
+        let readOnly = DiskGuard.mustOpenReadOnly(configuration)
+        if readOnly {
+            logger.warning("the data disk has less than min-free-disk free: opening the database read-only; writes are refused until space returns")
+        }
+        let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats, readOnly: readOnly)
         self.database = db
         self.families = Mutex(families)
         self.defaultFamily = defaultFamily
+        if readOnly { diskGuard.openedReadOnly() }
+        diskGuard.poll(self)
     }
 
     /// The RocksDB options the server opens its database with (also used by `cairn-bench-rocks`).
@@ -68,6 +79,10 @@ public final class Engine: @unchecked Sendable {
         o.backgroundJobs = c.maxBackgroundJobs
         o.memtableBloomRatio = c.memtableBloomRatio
         o.dataBlockHashRatio = c.dataBlockHashRatio
+        // RocksDB's LOG file sits on the data disk: once an append to it fails with ENOSPC, the
+        // next line logged (RocksDB logs its own disk-full error) aborts Debian's librocksdb
+        // (assertions on). Only fatal messages go there; Cairn's log says what happened.
+        o.infoLogLevel = .fatal
         return o
     }
 
@@ -83,10 +98,12 @@ public final class Engine: @unchecked Sendable {
         return o
     }
 
-    static func openDatabase(_ c: Configuration, stats: EngineStats) throws -> (Database, [String: Family], Family) {
+    static func openDatabase(_ c: Configuration, stats: EngineStats, readOnly: Bool = false) throws -> (Database, [String: Family], Family) {
         try makeDirectory(c.dir)
         try refuseHalfADatabase(c.dir)
-        let db = try Database.open(at: c.dir, options: databaseOptions(c)) { familyOptions($0, stats: stats) }
+        var options = databaseOptions(c)
+        options.readOnly = readOnly
+        let db = try Database.open(at: c.dir, options: options) { familyOptions($0, stats: stats) }
         let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)
         var families: [String: Family] = [:]
         for handle in db.families where handle.name != metaFamilyName {
@@ -100,23 +117,54 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Closes the database. The server calls this at shutdown, after the last command ran.
+    ///
+    /// After RocksDB reported a write error it has not recovered from, the database is left
+    /// open instead: syncing or closing a WAL whose append failed aborts the process in
+    /// Debian's librocksdb (assertions on). Every acknowledged write is in the WAL file already,
+    /// and the next start replays it.
     public func close() throws {
         backups.close()
-        try database.flushWAL(sync: true)
+        if diskGuard.isReadOnly {
+            try database.close()
+            return
+        }
+        if diskGuard.isFaulted {
+            logger.warning("leaving the database unclosed: RocksDB has not recovered from its write error; the next start replays the WAL")
+            return
+        }
+        try syncWALOrdered()
         try database.close()
     }
 
     /// Syncs the WAL (the `everysec` timer calls this once a second, the group commit of
-    /// `always` whenever writes wait). False when the sync failed (logged).
+    /// `always` whenever writes wait). False when the sync failed (logged), or was not tried
+    /// because RocksDB has a write error (`DiskGuard.isFaulted`): its WAL may be unusable.
     @discardableResult
     public func syncWAL() -> Bool {
+        if diskGuard.isFaulted || diskGuard.isReadOnly { return false }
         do {
-            try database.flushWAL(sync: true)
+            try syncWALOrdered()
             stats.walSyncs.increment()
             return true
         } catch {
             logger.error("WAL sync failed: \(error)")
             return false
+        }
+    }
+
+    /// Syncs the WAL with a sync write of an empty batch rather than `rocksdb_flush_wal`.
+    ///
+    /// `FlushWAL(sync)` fsyncs beside the write queue: when a concurrent append has just failed
+    /// (disk full), it syncs the failed WAL file, which aborts Debian's librocksdb (built with
+    /// assertions). A sync write waits its turn in the write queue, so it comes after any
+    /// failed append, and RocksDB answers it with its background error instead of touching
+    /// that file. A sync write syncs every earlier write's WAL records too.
+    func syncWALOrdered() throws {
+        do {
+            try database.write(WriteBatch(), options: WriteOptions(sync: true))
+        } catch let error as StorageError {
+            diskGuard.noteFailure(error, engine: self)
+            throw error
         }
     }
 
@@ -288,6 +336,10 @@ public final class Engine: @unchecked Sendable {
 
     /// Runs an already-checked command; used by EXEC for each queued request too.
     func run(_ command: Command, _ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
+        if let refusal = diskRefusal(command, argv, session: session) {
+            reply(refusal, to: &out)
+            return
+        }
         let call = Call(engine: self, session: session, argv: argv, name: command.name)
         if command.flags.contains(.write) { session.unsyncedWrite = true }
         do {
@@ -334,6 +386,7 @@ public final class Engine: @unchecked Sendable {
             return try body()
         } catch let error as StorageError {
             logger.error("\(what) failed: \(error)")
+            diskGuard.noteFailure(error, engine: self)
             throw Engine.commandError(for: error)
         } catch let error as CommandError {
             throw error
@@ -345,7 +398,7 @@ public final class Engine: @unchecked Sendable {
 
     static func commandError(for error: StorageError) -> CommandError {
         switch error.code {
-        case .noSpace: CommandError("ERR", "write failed: no space left on the data disk; reads still work")
+        case .noSpace: .diskFull
         case .familyDropped: CommandError("ERR", "the column family was dropped; use CF.USE to pick another")
         case .closed: CommandError("ERR", "the database or this connection's column family is closed (a restore replaced it, or the server is stopping); CF.USE picks a family")
         case .busy, .tryAgain: CommandError("ERR", "storage busy, try again")

@@ -188,6 +188,8 @@ public final class ExpirySweep: Sendable {
             }
             guard checked != nil else { return 0 }
             guard count > 0 else { return 0 }
+            // In disk-full mode nothing may write; the next pass after it ends deletes them.
+            guard !engine.diskGuard.refusesWrites else { return 0 }
             do {
                 // No `KeyLocks.changed`: expired keys were already gone for readers, and a WATCH
                 // taken before they expired fires on their expiry (WatchedKey.expiresAt).

@@ -74,7 +74,7 @@ enum InfoReport {
                 ("appendfsync", config.appendfsync.rawValue),
                 ("wal_syncs", String(stats.walSyncs.value)),
                 ("backup_dir", config.resolvedBackupDir),
-            ] + engine.backups.infoLines(engine)
+            ] + engine.backups.infoLines(engine) + engine.diskGuard.infoLines()
         case "stats":
             return [
                 ("total_connections_received", String(stats.connectionsReceived.value)),

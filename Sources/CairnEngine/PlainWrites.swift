@@ -67,6 +67,10 @@ extension Engine {
         for g in groups {
             admitted(Bytes.lowercased(g.requests[g.requests.count - 1][0]), session: g.session, count: g.requests.count)
         }
+        let bytes = groups.reduce(0) { sum, g in g.requests.reduce(sum) { $0 + $1.reduce(0) { $0 + $1.count } } }
+        guard diskGuard.admit(bytes, engine: self) else {
+            return groups.map { $0.requests.map { _ in .error(.diskFull) } }
+        }
         switch write(groups) {
         case .success(let replies): return replies
         case .failure(let failure) where groups.count == 1: return [groups[0].requests.map { _ in .error(failure) }]

@@ -20,6 +20,8 @@ final class BackupSchedule: @unchecked Sendable {
             let interval = Int64(engine.configuration.backupInterval)
             let now = Clock.milliseconds()
             guard interval > 0, now - lastRun >= interval * 1000 else { return }
+            // A backup flushes the memtables, which touches a WAL RocksDB failed to write.
+            guard !engine.diskGuard.isFaulted && !engine.diskGuard.isReadOnly else { return }
             lastRun = now
             if !engine.backups.startBackground(engine, reason: "scheduled backup") {
                 engine.logger.info("scheduled backup skipped: one is already running")

@@ -22,6 +22,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
     private var listenFD: Int32 = -1
     private var acceptSource: (any DispatchSourceRead)?
     private var walTimer: (any DispatchSourceTimer)?
+    private var diskTimer: (any DispatchSourceTimer)?
     private var trimTimer: (any DispatchSourceTimer)?
     private var sweepTimer: (any DispatchSourceTimer)?
     private let walQueue = DispatchQueue(label: "cairn.wal", qos: .utility)
@@ -72,6 +73,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         source.activate()
         acceptSource = source
         startWALTimer()
+        startDiskGuard()
         startExpirySweep()
         startMemoryTrim()
         backupSchedule.start()
@@ -129,6 +131,18 @@ public final class Server: ServerHooks, @unchecked Sendable {
         }
         timer.activate()
         walTimer = timer
+    }
+
+    /// Ten free-space checks a second (`DiskGuard.poll`), on the WAL queue: a restore pauses
+    /// them with the syncs, and a check never runs during a sync.
+    private func startDiskGuard() {
+        let timer = DispatchSource.makeTimerSource(queue: walQueue)
+        timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100), leeway: .milliseconds(20))
+        timer.setEventHandler { [unowned self] in
+            if !shuttingDown.load(ordering: .relaxed) { engine.diskGuard.poll(engine) }
+        }
+        timer.activate()
+        diskTimer = timer
     }
 
     /// Every ten seconds, on the sweep's utility queue: free memory in malloc's heaps goes back
@@ -210,6 +224,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
             let deadline = DispatchTime.now() + .milliseconds(900)
             for w in workers { w.queue.sync { w.closeAll(deadline: deadline) } }
             walTimer?.cancel()
+            diskTimer?.cancel()
             trimTimer?.cancel()
             sweepTimer?.cancel()
             backupSchedule.cancel()

@@ -158,6 +158,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         rocksdb_options_set_error_if_exists(opts, o.errorIfExists ? 1 : 0)
         rocksdb_options_increase_parallelism(opts, Int32(o.backgroundJobs))
         rocksdb_options_set_max_background_jobs(opts, Int32(o.backgroundJobs))
+        rocksdb_options_set_info_log_level(opts, o.infoLogLevel.rawValue)
         rocksdb_options_set_bytes_per_sync(opts, o.bytesPerSync)
         rocksdb_options_set_level_compaction_dynamic_level_bytes(opts, o.levelCompactionDynamicLevelBytes ? 1 : 0)
         rocksdb_options_set_write_buffer_size(opts, f.writeBufferBytes ?? o.writeBufferBytes)

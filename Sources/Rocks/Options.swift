@@ -16,6 +16,11 @@ public enum Compression: String, Sendable, CaseIterable {
     }
 }
 
+/// Severity levels of RocksDB's `LOG` file (`InfoLogLevel` in rocksdb/env.h).
+public enum InfoLogLevel: Int32, Sendable {
+    case debug = 0, info, warn, error, fatal, header
+}
+
 /// Database-wide options. Defaults follow RocksDB's tuning guide.
 /// https://github.com/facebook/rocksdb/wiki/Setup-Options-and-Basic-Tuning
 public struct DatabaseOptions: Sendable {
@@ -43,6 +48,9 @@ public struct DatabaseOptions: Sendable {
     public var enableStatistics = false
     public var maxOpenFiles: Int32 = -1
     public var enablePipelinedWrite = false
+    /// The least severe message RocksDB writes to its `LOG` file in the database directory.
+    /// Default `.info` (RocksDB's own default).
+    public var infoLogLevel: InfoLogLevel = .info
     public var blockSize = 16 << 10
     /// Share of each memtable given to a bloom filter over whole keys; 0 disables. A point
     /// lookup of a key the memtable lacks (a miss, or a key already flushed to a table file)

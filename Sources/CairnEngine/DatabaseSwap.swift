@@ -1,0 +1,49 @@
+import Rocks
+
+extension Engine {
+    /// Closes the database and opens it again for writing: the read-only database opened on a
+    /// full disk once space has returned, or a database RocksDB stopped after a failed table
+    /// file write and did not recover by itself (`why` goes to the log). True when it switched;
+    /// on failure (logged) the database is opened read-only, and the caller retries later.
+    ///
+    /// Runs while no command runs (the server pauses every worker and the WAL queue); `sessions`
+    /// are every connected client's. Their snapshots and iterators read the old database, so
+    /// they are closed (their next use gets a clear error), SCAN cursors are forgotten and
+    /// WATCHed transactions abort, as after an online restore.
+    func reopenForWriting(sessions: [Session], why: String) -> Bool {
+        for s in sessions { closeHandlesForRestore(s) }
+        locks.withAll {}
+        scanCursors.clear()
+        do {
+            try database.close()
+        } catch {
+            logger.error("closing the database to reopen it failed: \(error)")
+            return false
+        }
+        var switched = true
+        let opened: (Database, [String: Family], Family)
+        do {
+            opened = try Engine.openDatabase(configuration, stats: stats)
+        } catch {
+            logger.error("opening the database for writing failed: \(error); opening it read-only")
+            switched = false
+            do {
+                opened = try Engine.openDatabase(configuration, stats: stats, readOnly: true)
+                diskGuard.openedReadOnly()
+            } catch {
+                logger.critical("reopening the database read-only failed too: \(error); every command will fail until restart")
+                return false
+            }
+        }
+        let (db, families, defaultFamily) = opened
+        database = db
+        self.families.withLock { $0 = families }
+        self.defaultFamily = defaultFamily
+        for s in sessions {
+            let family = self.family(named: s.family.name) ?? defaultFamily
+            s.family = family
+        }
+        if switched { logger.notice("\(why): the database was reopened for writing") }
+        return switched
+    }
+}
