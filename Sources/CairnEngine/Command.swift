@@ -35,6 +35,17 @@ public struct Command: Sendable {
         case write
     }
 
+    /// For a counter command (INCR, DECR, INCRBY, DECRBY): its delta, from the request. The
+    /// handler and the grouped write batch both take it from here (`counting(by:)`).
+    private(set) var delta: (@Sendable (Call) throws(CommandError) -> Int64)? = nil
+
+    /// This command as a counter with `delta` (see `delta`).
+    func counting(by delta: @escaping @Sendable (Call) throws(CommandError) -> Int64) -> Command {
+        var copy = self
+        copy.delta = delta
+        return copy
+    }
+
     /// This command with a grouping rule (see `grouping`).
     func grouped(_ rule: @escaping @Sendable ([[UInt8]], Session) -> Grouping?) -> Command {
         var copy = self

@@ -33,28 +33,17 @@ extension Engine {
         case set
         case increment(key: [UInt8], by: Result<Int64, CommandError>)
 
-        init(_ argv: [[UInt8]]) {
-            guard argv[0].count > 3 && argv[0].count < 7 else {
+        /// A counter's delta comes from the command's own rule (`Command.counting`), the one
+        /// its handler uses: INCRBY's parsing and DECRBY's overflow check exist once.
+        init(_ argv: [[UInt8]], engine: Engine, session: Session) {
+            guard let first = argv.first, case .success(let command) = engine.lookup(argv, first: first),
+                  let delta = command.delta
+            else {
                 self = .set
                 return
             }
-            let name = argv[0]
-            if name.isKeyword("INCR") {
-                self = .increment(key: argv[1], by: .success(1))
-            } else if name.isKeyword("DECR") {
-                self = .increment(key: argv[1], by: .success(-1))
-            } else if name.isKeyword("INCRBY") {
-                self = .increment(key: argv[1], by: Bytes.int64(argv[2]).map { .success($0) } ?? .failure(.notInteger))
-            } else if name.isKeyword("DECRBY") {
-                let by: Result<Int64, CommandError> = switch Bytes.int64(argv[2]) {
-                case nil: .failure(.notInteger)
-                case Int64.min: .failure(CommandError("ERR", "decrement would overflow"))
-                case let v?: .success(-v)
-                }
-                self = .increment(key: argv[1], by: by)
-            } else {
-                self = .set
-            }
+            let call = Call(engine: engine, session: session, argv: argv, name: command.name)
+            self = .increment(key: argv[1], by: Result { () throws(CommandError) -> Int64 in try delta(call) })
         }
     }
 
@@ -150,7 +139,7 @@ extension Engine {
         for g in groups {
             let family = g.session.family
             for r in g.requests {
-                switch PlainWrite(r) {
+                switch PlainWrite(r, engine: self, session: g.session) {
                 case .set:
                     for i in stride(from: 1, to: r.count - 1, by: 2) { lockKeys.append((r[i], family)) }
                 case .increment(let key, _):
@@ -169,7 +158,7 @@ extension Engine {
                 for g in groups {
                     let family = g.session.family
                     replies.append(g.requests.map { r in
-                        switch PlainWrite(r) {
+                        switch PlainWrite(r, engine: self, session: g.session) {
                         case .set:
                             for i in stride(from: 1, to: r.count - 1, by: 2) {
                                 puts.put(r[i], ValueFormat.encode(r[i + 1]), in: family)

@@ -171,6 +171,7 @@ enum StringCommands {
                 summary: summary, arguments: arguments) { call, out throws(CommandError) in
             out.integer(try increment(call, by: delta(call)))
         }
+        .counting(by: delta)
         // A counter is read and written in the batch; reads through a snapshot run alone.
         .grouped { _, session in session.readSnapshot == nil ? .write : nil }
     }
