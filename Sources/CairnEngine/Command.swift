@@ -66,8 +66,6 @@ public struct Command: Sendable {
         /// Runs immediately inside MULTI instead of being queued (EXEC, DISCARD, WATCH...).
         public static let noMulti = Flags(rawValue: 1 << 4)
         public static let fast = Flags(rawValue: 1 << 5)
-        /// Not allowed inside MULTI at all (WATCH).
-        public static let noScript = Flags(rawValue: 1 << 6)
         public static let loading = Flags(rawValue: 1 << 7)
         public static let stale = Flags(rawValue: 1 << 8)
         /// Refused inside MULTI, which then fails EXEC (EXECABORT): the command acts outside

@@ -83,3 +83,82 @@ enum DispatchQueueConcurrent {
         DispatchQueue.concurrentPerform(iterations: n, execute: body)
     }
 }
+
+/// Merge operators on plain values, to test the bridge to RocksDB's C merge operator with
+/// (Cairn's own is `EngineMergeOperator`, over its value format).
+enum MergeOperators {
+    /// Decimal Int64 text, the form Redis INCR keeps ("-12"). Operands that are not integers
+    /// are skipped; a base value that is not an integer is kept unchanged; overflow saturates.
+    static let add: any MergeOperator = Builtin(kind: .add)
+    /// Concatenation, oldest operand first.
+    static let append: any MergeOperator = Builtin(kind: .append)
+    /// The greater value: numerically when both parse as numbers, else bytewise.
+    static let max: any MergeOperator = Builtin(kind: .max)
+    /// The smaller value, compared as `max` compares.
+    static let min: any MergeOperator = Builtin(kind: .min)
+
+    static func named(_ name: String) -> (any MergeOperator)? {
+        switch name.lowercased() {
+        case "add": add
+        case "append": append
+        case "max": max
+        case "min": min
+        default: nil
+        }
+    }
+
+    struct Builtin: MergeOperator {
+        enum Kind: String, Sendable { case add, append, max, min }
+        let kind: Kind
+        var name: String { "rocks.\(kind.rawValue)" }
+
+        func fullMerge(key: UnsafeRawBufferPointer, existing: UnsafeRawBufferPointer?, operands: [UnsafeRawBufferPointer]) -> [UInt8]? {
+            var current = existing.map { Array($0) }
+            for operand in operands { current = apply(current, operand) }
+            return current ?? []
+        }
+
+        func partialMerge(key: UnsafeRawBufferPointer, operands: [UnsafeRawBufferPointer]) -> [UInt8]? {
+            if kind == .add && operands.contains(where: { Integer.parse($0) == nil }) { return nil }
+            var current: [UInt8]? = nil
+            for operand in operands { current = apply(current, operand) }
+            return current
+        }
+
+        func apply(_ current: [UInt8]?, _ operand: UnsafeRawBufferPointer) -> [UInt8] {
+            guard let current else {
+                if kind == .add { return Integer.parse(operand) == nil ? [UInt8(ascii: "0")] : Array(operand) }
+                return Array(operand)
+            }
+            switch kind {
+            case .append:
+                return current + operand
+            case .add:
+                guard let delta = Integer.parse(operand) else { return current }
+                guard let base = current.withUnsafeBytes({ Integer.parse($0) }) else { return current }
+                let (sum, overflow) = base.addingReportingOverflow(delta)
+                return Array(String(overflow ? (delta > 0 ? Int64.max : Int64.min) : sum).utf8)
+            case .max, .min:
+                let a = Double(String(decoding: current, as: UTF8.self))
+                let b = Double(String(decoding: operand, as: UTF8.self))
+                let operandWins: Bool
+                if let a, let b {
+                    operandWins = kind == .max ? b > a : b < a
+                } else {
+                    operandWins = kind == .max ? current.lexicographicallyPrecedes(operand) : operand.lexicographicallyPrecedes(current)
+                }
+                return operandWins ? Array(operand) : current
+            }
+        }
+    }
+}
+
+/// Strict decimal Int64 parsing (no spaces, no '+', no leading zeros), as Redis's string2ll.
+enum Integer {
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> Int64? {
+        guard !bytes.isEmpty, bytes.count <= 20 else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let v = Int64(text), String(v) == text else { return nil }
+        return v
+    }
+}
