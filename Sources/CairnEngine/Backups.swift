@@ -134,7 +134,7 @@ public final class Backups: Sendable {
     private func verify(_ engine: Engine, _ be: BackupEngine, id: UInt32, quick: Bool) throws(CommandError) {
         do {
             try be.verify(id)
-            if !quick { try BackupChecksums.verify(backupDirectory: be.directory, id: id) }
+            if !quick { try be.verifyChecksums(id) }
         } catch {
             engine.logger.error("backup \(id) failed verification: \(error)")
             throw CommandError("ERR", "backup \(id) failed verification (a file is missing, truncated or corrupted); see the server log")
@@ -329,45 +329,5 @@ extension Engine {
         s.readSnapshot = nil
         for snap in s.snapshots.values { release(snap) }
         s.snapshots = [:]
-    }
-}
-
-/// Re-reads a backup's files and compares each one's CRC32C with the checksum its meta file
-/// (`meta/<id>`) records: RocksDB's format is a few header lines, then one line per file,
-/// `<path> crc32 <decimal checksum>`.
-enum BackupChecksums {
-    static func verify(backupDirectory: String, id: UInt32) throws {
-        let metaPath = "\(backupDirectory)/meta/\(id)"
-        guard let meta = readFile(metaPath) else { throw StorageError(code: .ioError, message: "cannot read \(metaPath)") }
-        let text = String(decoding: meta, as: UTF8.self)
-        for line in text.split(separator: "\n") {
-            let words = line.split(separator: " ")
-            guard words.count >= 3, words[1] == "crc32", let expected = UInt32(words[2]) else { continue }
-            let path = "\(backupDirectory)/\(words[0])"
-            guard let bytes = readFile(path) else { throw StorageError(code: .ioError, message: "cannot read \(path)") }
-            let actual = CRC32C.checksum(bytes)
-            guard actual == expected else {
-                throw StorageError(code: .corruption, message: "\(path): checksum \(actual), expected \(expected)")
-            }
-        }
-    }
-
-}
-
-/// CRC-32C (Castagnoli), as RocksDB's backup engine records it. Table-driven, no hardware path:
-/// it runs only when verifying backups.
-enum CRC32C {
-    static let table: [UInt32] = (0..<256).map { i in
-        var c = UInt32(i)
-        for _ in 0..<8 { c = c & 1 != 0 ? (c >> 1) ^ 0x82F6_3B78 : c >> 1 }
-        return c
-    }
-
-    static func checksum(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        bytes.withUnsafeBufferPointer { buffer in
-            for b in buffer { crc = table[Int((crc ^ UInt32(b)) & 0xFF)] ^ (crc >> 8) }
-        }
-        return crc ^ 0xFFFF_FFFF
     }
 }

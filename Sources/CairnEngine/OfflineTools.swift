@@ -59,7 +59,7 @@ public enum OfflineTools {
             throw Failure(id.map { "no backup \($0) in \(configuration.resolvedBackupDir)" } ?? "no backups in \(configuration.resolvedBackupDir)")
         }
         try be.verify(chosen.id)
-        try BackupChecksums.verify(backupDirectory: be.directory, id: chosen.id)
+        try be.verifyChecksums(chosen.id)
         try RestoreJournal.restore(chosen, from: be, into: dir)
         return chosen
     }
