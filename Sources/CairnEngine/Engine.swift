@@ -27,9 +27,9 @@ public final class Engine: @unchecked Sendable {
     let startedAt = Clock.microseconds()
     /// Unix seconds of the last successful backup (the start time until one is made): LASTSAVE.
     public let lastSave = Atomic<Int64>(Clock.milliseconds() / 1000)
-    public internal(set) var database: Database
+    var database: Database
     let families: Mutex<[String: Family]>
-    public internal(set) var defaultFamily: Family
+    var defaultFamily: Family
     /// Backups, online restore and checkpoints (Backups.swift).
     public let backups = Backups()
     /// Disk-full mode: refuses writes before RocksDB runs out of space (DiskSpace.swift).

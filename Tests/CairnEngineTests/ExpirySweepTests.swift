@@ -1,4 +1,4 @@
-import CairnEngine
+@testable import CairnEngine
 import RESP
 import Rocks
 import Testing
