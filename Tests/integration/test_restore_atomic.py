@@ -266,6 +266,13 @@ def free_bytes(path):
     return st.f_bavail * st.f_frsize
 
 
+def until_writable(c, timeout=30):
+    """Waits until cairnd has seen the space come back (its disk check runs every 100 ms)."""
+    deadline = time.time() + timeout
+    while c.info("persistence").get("disk_full", 0) and time.time() < deadline:
+        time.sleep(0.05)
+
+
 def test_restore_without_room_is_refused_and_changes_nothing(small_disk, tmp_path):
     srv = Cairnd(["--dir", os.path.join(small_disk, "data"), "--set", f"backup-dir={tmp_path / 'backups'}",
                   "--set", "write-buffer-size=4mb"])
@@ -287,6 +294,7 @@ def test_restore_without_room_is_refused_and_changes_nothing(small_disk, tmp_pat
         assert not os.path.exists(os.path.join(small_disk, "data", "restore-staging"))
 
         os.remove(filler)
+        until_writable(c)
         assert c.execute_command("BACKUP.RESTORE", backup_id) == b"OK"
         assert contents(c) == backup
         assert srv.stop() == 0
@@ -348,6 +356,7 @@ def test_a_disk_filling_up_during_a_restore_leaves_old_data_or_the_backup(small_
                 outcomes.append(result)
             os.remove(os.path.join(small_disk, "grab"))
             os.remove(filler)
+            until_writable(c)
             if state == backup:
                 c.flushall()
                 c.execute_command("COMPACT")
