@@ -74,6 +74,7 @@ public struct ConfigOption: Sendable {
         .int("backup-interval", \.backupInterval),
         .string("requirepass", \.requirepass),
         .int("auth-max-failures", \.authMaxFailures),
+        .int("auth-max-failures-total", \.authMaxFailuresTotal),
         .bytes("max-key-size", \.maxKeySize),
         .bytes("max-value-size", \.maxValueSize),
         .int("max-args", min: 1, \.maxArgs),

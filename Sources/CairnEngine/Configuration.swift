@@ -31,6 +31,12 @@ public struct Configuration: Sendable, Equatable {
     /// of that minute; 0 disables the limit. Default 100 (a client library that retries a
     /// wrong password, as redis-py does, should not lock its host out at once).
     public var authMaxFailures = 100
+    /// Failed AUTHs from all addresses together per minute before AUTH is refused for everyone
+    /// (already authenticated connections go on) for the rest of that minute; 0 disables the
+    /// limit. Default 1000: many source addresses cannot multiply `auth-max-failures`. An
+    /// attacker can use it up to keep new logins out for a minute at a time; that is the price
+    /// of bounding guesses.
+    public var authMaxFailuresTotal = 1000
     /// Largest key a write command may store, bytes; 0 means no limit beyond
     /// `proto-max-bulk-len`. Default 64 KiB.
     public var maxKeySize = 64 * 1024
