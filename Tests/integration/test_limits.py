@@ -1,0 +1,204 @@
+"""Limits a stranger or an unlucky operator meets, against the real cairnd: request sizes and
+failed logins before AUTH, CONFIG SET values the config file could not hold, and a descriptor
+limit smaller than maxclients."""
+import os
+import resource
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+import redis
+
+from conftest import Cairnd
+
+MIB = 1024 * 1024
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def cpu_seconds(pid):
+    """utime + stime of the process, in seconds (fields 14 and 15 of /proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def connect(port, source="127.0.0.1", timeout=20):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    sock.bind((source, 0))
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+def command(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def read_reply_line(sock):
+    data = b""
+    while not data.endswith(b"\r\n"):
+        chunk = sock.recv(1)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def recv_until_closed(sock, timeout=20):
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+# --- before AUTH -------------------------------------------------------------------------------
+
+
+class Streamer(threading.Thread):
+    """Sends `header`, then filler bytes until `limit` bytes or the server closes; keeps
+    whatever the server answered."""
+
+    def __init__(self, port, header, limit, filler=b"x" * 65536):
+        super().__init__(daemon=True)
+        self.sock = connect(port)
+        self.header, self.limit, self.filler = header, limit, filler
+        self.sent = 0
+        self.closed_by_server = False
+
+    def run(self):
+        try:
+            self.sock.sendall(self.header)
+            deadline = time.monotonic() + 30
+            while self.sent < self.limit and time.monotonic() < deadline:
+                self.sock.sendall(self.filler)
+                self.sent += len(self.filler)
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            self.closed_by_server = True
+
+    def reply(self):
+        return recv_until_closed(self.sock, timeout=5)
+
+
+def peak_rss_while(pid, threads):
+    peak = rss_bytes(pid)
+    while any(t.is_alive() for t in threads):
+        peak = max(peak, rss_bytes(pid))
+        time.sleep(0.02)
+    return max(peak, rss_bytes(pid))
+
+
+def test_unauthenticated_big_bulk_cannot_grow_memory(fresh_server):
+    srv = fresh_server("--requirepass", "secret")
+    pid = srv.process.pid
+    time.sleep(1)
+    baseline = rss_bytes(pid)
+    # Each announces a 512 MB value and streams up to 256 MB of it.
+    streamers = [Streamer(srv.port, b"*2\r\n$3\r\nSET\r\n$536870912\r\n", 256 * MIB) for _ in range(3)]
+    for s in streamers:
+        s.start()
+    peak = peak_rss_while(pid, streamers)
+    print(f"idle RSS {baseline / MIB:.1f} MiB, peak with 3 unauthenticated 512 MB bulks "
+          f"{peak / MIB:.1f} MiB (+{(peak - baseline) / MIB:.1f} MiB); sent "
+          f"{[round(s.sent / MIB) for s in streamers]} MiB")
+    for s in streamers:
+        assert s.reply().startswith(b"-ERR Protocol error: unauthenticated bulk length\r\n")
+        assert s.sent < 256 * MIB, "the server kept reading instead of closing"
+    assert peak - baseline < 64 * MIB
+    # The server still serves, and a logged-in client may send big values.
+    c = srv.client(password="secret")
+    c.set("k", b"v" * (2 * MIB))
+    assert len(c.get("k")) == 2 * MIB
+
+
+def test_unauthenticated_multibulk_length_is_limited(fresh_server):
+    srv = fresh_server("--requirepass", "secret")
+    sock = connect(srv.port)
+    sock.sendall(b"*11\r\n")
+    assert recv_until_closed(sock) == b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+    # AUTH and a long request in one write: the limits end with the AUTH.
+    sock = connect(srv.port)
+    sock.sendall(command("AUTH", "secret") + command("MSET", *(["k", "v"] * 20)) + command("SET", "big", b"v" * 100000))
+    assert read_reply_line(sock) == b"+OK\r\n"
+    assert read_reply_line(sock) == b"+OK\r\n"
+    assert read_reply_line(sock) == b"+OK\r\n"
+    # Without a password nothing changes.
+    open_srv = fresh_server()
+    sock = connect(open_srv.port)
+    sock.sendall(command("MSET", *(["k", "v"] * 20)) + command("SET", "big", b"v" * 100000))
+    assert read_reply_line(sock) == b"+OK\r\n"
+    assert read_reply_line(sock) == b"+OK\r\n"
+
+
+def test_unauthenticated_client_that_does_not_read_is_closed(fresh_server):
+    srv = fresh_server("--requirepass", "secret")
+    pid = srv.process.pid
+    time.sleep(1)
+    baseline = rss_bytes(pid)
+    # Small requests, each answered with NOAUTH, never read: the replies back up, then the
+    # unparsed requests would.
+    streamers = [Streamer(srv.port, b"", 256 * MIB, filler=b"PING\r\n" * 10000) for _ in range(3)]
+    for s in streamers:
+        s.start()
+    peak = peak_rss_while(pid, streamers)
+    print(f"idle RSS {baseline / MIB:.1f} MiB, peak {peak / MIB:.1f} MiB; sent "
+          f"{[round(s.sent / MIB) for s in streamers]} MiB")
+    for s in streamers:
+        assert s.closed_by_server and s.sent < 256 * MIB
+    assert peak - baseline < 64 * MIB
+
+
+def test_failed_auth_is_limited_server_wide(fresh_server):
+    srv = fresh_server("--requirepass", "secret",
+                       "--set", "auth-max-failures=5", "--set", "auth-max-failures-total=20")
+    wrong = b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+    per_address = b"-WRONGPASS too many failed AUTH attempts from this address; try again in a minute\r\n"
+    server_wide = b"-WRONGPASS too many failed AUTH attempts on this server (auth-max-failures-total); try again in a minute\r\n"
+    checked = 0
+    replies = []
+    for host in range(2, 12):
+        sock = connect(srv.port, source=f"127.0.0.{host}")
+        for _ in range(6):
+            sock.sendall(command("AUTH", "guess"))
+            reply = read_reply_line(sock)
+            replies.append(reply)
+            checked += reply == wrong
+        sock.close()
+    print(f"10 addresses, 60 guesses: {checked} checked")
+    assert set(replies) <= {wrong, per_address, server_wide}
+    # The first address met its own limit; then the server's limit held across addresses.
+    assert replies[:6] == [wrong] * 5 + [per_address]
+    assert checked == 20
+    assert replies[-1] == server_wide
+    # Until the minute is over, even the right password from a fresh address is refused...
+    sock = connect(srv.port, source="127.0.0.99")
+    sock.sendall(command("AUTH", "secret"))
+    assert read_reply_line(sock) == server_wide
+    # ...while a client logged in before goes on.
+    srv2 = fresh_server("--requirepass", "secret", "--set", "auth-max-failures-total=3")
+    c = srv2.client(password="secret")
+    assert c.ping() is True
+    for host in range(2, 6):
+        sock = connect(srv2.port, source=f"127.0.0.{host}")
+        sock.sendall(command("AUTH", "guess"))
+        read_reply_line(sock)
+    assert c.ping() is True
+    assert c.config_get("auth-max-failures-total") == {"auth-max-failures-total": "3"}
