@@ -61,7 +61,8 @@ public struct Configuration: Sendable, Equatable {
     /// share one sync), `everysec` (default: sync once a second, a process crash loses nothing, an
     /// OS crash at most about a second), `no` (the OS decides).
     public var appendfsync = FsyncPolicy.everysec
-    /// Log level: debug, verbose, notice, warning (Redis names; also trace/info/error). Default notice.
+    /// Log level: one of `logLevels`, Redis's names (debug, verbose, notice, warning, nothing)
+    /// then swift-log's (trace, info, error). Default notice.
     public var loglevel = "notice"
     /// Shared LRU block cache for all column families, bytes. Default 256 MiB.
     public var blockCacheSize = 256 * 1024 * 1024
@@ -108,6 +109,9 @@ public struct Configuration: Sendable, Equatable {
     public var activeExpireEffort = 1
 
     public init() {}
+
+    /// The values `loglevel` takes.
+    public static let logLevels = ["debug", "verbose", "notice", "warning", "nothing", "trace", "info", "error"]
 
     public static var defaultBackgroundJobs: Int {
         max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))

@@ -78,20 +78,18 @@ struct ServerOptions: ParsableArguments {
         for (name, value) in pairs {
             guard let option = ConfigOption.named(name) else { throw ValidationError("unknown option '\(name)'") }
             do { try option.apply(value, to: &config) } catch {
-                throw ValidationError("bad value '\(value)' for \(name): \(error.message)")
+                throw ValidationError("bad value '\(value)' for \(name): \(error.reason)")
             }
-        }
-        guard Logger.Level(cairnName: config.loglevel) != nil else {
-            throw ValidationError("unknown log level '\(config.loglevel)'")
         }
         return config
     }
 }
 
 extension Logger.Level {
-    /// Redis's level names and swift-log's.
+    /// Redis's level names and swift-log's (`Configuration.logLevels`).
     init?(cairnName name: String) {
         switch name.lowercased() {
+        case "nothing": self = .critical
         case "trace": self = .trace
         case "debug": self = .debug
         case "verbose", "info": self = .info
