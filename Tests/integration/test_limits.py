@@ -202,3 +202,71 @@ def test_failed_auth_is_limited_server_wide(fresh_server):
         read_reply_line(sock)
     assert c.ping() is True
     assert c.config_get("auth-max-failures-total") == {"auth-max-failures-total": "3"}
+
+
+# --- CONFIG SET validates as the config file does -----------------------------------------------
+
+
+def config_set_error(c, *args):
+    with pytest.raises(redis.ResponseError) as e:
+        c.execute_command("CONFIG", "SET", *args)
+    return str(e.value)
+
+
+def test_config_set_refuses_what_config_rewrite_cannot_write_back(fresh_server, tmp_path):
+    conf = tmp_path / "cairn.conf"
+    conf.write_text("loglevel notice\ntimeout 0\n")
+    srv = fresh_server(str(conf))
+    c = srv.client(decode_responses=True)
+    levels = "debug, verbose, notice, warning, nothing, trace, info, error"
+    control = "argument must not contain control characters such as newlines (the config file could not hold it)"
+    refused = [
+        (("loglevel", "bogus"), f"CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: {levels}"),
+        (("loglevel", "notice\nrequirepass x"), f"CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: {levels}"),
+        (("requirepass", "pass\nword"), f"CONFIG SET failed (possibly related to argument 'requirepass') - {control}"),
+        (("backup-dir", "/tmp/b\r"), f"CONFIG SET failed (possibly related to argument 'backup-dir') - {control}"),
+        (("proto-max-bulk-len", "0"), "CONFIG SET failed (possibly related to argument 'proto-max-bulk-len') - argument must be between 1048576 and 9223372036854775807 inclusive"),
+        (("client-query-buffer-limit", "100"), "CONFIG SET failed (possibly related to argument 'client-query-buffer-limit') - argument must be between 1048576 and 9223372036854775807 inclusive"),
+        (("maxclients", "0"), "CONFIG SET failed (possibly related to argument 'maxclients') - argument must be between 1 and 4294967295 inclusive"),
+        (("appendfsync", "sometimes"), "CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: always, everysec, no"),
+        (("timeout", "soon"), "CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer"),
+        # Several at once: all or none.
+        (("timeout", "100", "loglevel", "bogus"), f"CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: {levels}"),
+        (("timeout", "100", "timeout", "200"), "CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter"),
+    ]
+    before = c.config_get("*")
+    for args, error in refused:
+        assert config_set_error(c, *args) == error, args
+    assert c.config_get("*") == before
+    # New clients still get in, and still may send ordinary values.
+    c2 = srv.client()
+    c2.set("k", b"v" * 1000)
+    assert c2.get("k") == b"v" * 1000
+
+    # What it accepts, CONFIG REWRITE writes back and the server starts from.
+    assert c.config_set("requirepass", "a 'quoted' \"pass\" #word") is True
+    assert c.execute_command("CONFIG", "SET", "loglevel", "WARNING", "timeout", "100", "proto-max-bulk-len", "1mb") == "OK"
+    assert c.execute_command("AUTH", "a 'quoted' \"pass\" #word") is True
+    assert c.execute_command("CONFIG", "REWRITE") == "OK"
+    c.close()
+    c2.close()
+    srv.restart()
+    c = srv.client(decode_responses=True, password="a 'quoted' \"pass\" #word")
+    got = c.config_get("*")
+    # (The fixture's --log-level flag overrides the file's loglevel.)
+    assert "\nloglevel warning\n" in conf.read_text()
+    assert got["timeout"] == "100"
+    assert got["proto-max-bulk-len"] == str(1024 * 1024)
+
+
+def test_config_file_and_flags_refuse_the_same_values(fresh_server, tmp_path):
+    for line in ["loglevel bogus", "proto-max-bulk-len 0", "maxclients 0", "compression rar"]:
+        conf = tmp_path / "bad.conf"
+        conf.write_text(line + "\n")
+        with pytest.raises(RuntimeError) as e:
+            fresh_server(str(conf))
+        assert "config line 1: bad value" in str(e.value), str(e.value)
+        name, value = line.split(" ", 1)
+        with pytest.raises(RuntimeError) as e:
+            fresh_server("--set", f"{name}={value}")
+        assert f"bad value '{value}' for {name}: argument" in str(e.value), str(e.value)
