@@ -158,6 +158,7 @@ public struct ConfigOption: Sendable {
         .choice("loglevel", Configuration.logLevels, \.loglevel),
         .bytes("block-cache-size", mutable: false, \.blockCacheSize),
         .bytes("row-cache-size", mutable: false, \.rowCacheSize),
+        .int("max-open-files", mutable: false, min: 20, \.maxOpenFiles),
         .bytes("write-buffer-size", mutable: false, \.writeBufferSize),
         .choice("compression", mutable: false, ["no", "snappy", "zlib", "lz4", "zstd", "bz2"], \.compression),
         .double("bloom-bits-per-key", mutable: false, 0...64, \.bloomBitsPerKey),

@@ -45,7 +45,9 @@ public struct Configuration: Sendable, Equatable {
     public var maxValueSize = 512 * 1024 * 1024
     /// Most arguments of one request (multibulk count). Default 1,048,576.
     public var maxArgs = 1024 * 1024
-    /// Most clients connected at once; the next gets `-ERR max number of clients reached`. Default 10000.
+    /// Most clients connected at once; the next gets `-ERR max number of clients reached`.
+    /// Lowered at start when the open files limit cannot hold it (`DescriptorBudget`).
+    /// Default 10000.
     public var maxclients = 10000
     /// Close a client idle this many seconds; 0 never. Default 0.
     public var timeout = 0
@@ -70,6 +72,10 @@ public struct Configuration: Sendable, Equatable {
     /// when reads repeat keys that left the memtables (GET -P16 +19% once warm, over 1M keys
     /// with 256mb); costs an insert on every miss.
     public var rowCacheSize = 0
+    /// Table files RocksDB keeps open (its `max_open_files`, a cache: more are reopened as
+    /// needed), at least 20. Counted with `maxclients` against the open files limit, and lowered
+    /// with it at start when the limit cannot hold both. Default 8192.
+    public var maxOpenFiles = 8192
     /// Memtable size per column family, bytes. Default 64 MiB.
     public var writeBufferSize = 64 * 1024 * 1024
     /// Table compression: no, snappy, zlib, lz4, zstd. Default lz4.

@@ -113,7 +113,7 @@ struct Serve: ParsableCommand {
         // well past what is in use.
         ProcessMemory.limitMallocArenas(to: 2)
         ProcessMemory.mapLargeAllocations()
-        let config = try options.load()
+        var config = try options.load()
         let level = Logger.Level(cairnName: config.loglevel) ?? .notice
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -121,6 +121,12 @@ struct Serve: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "cairnd")
+        do {
+            try DescriptorBudget.apply(to: &config, logger: logger)
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
         let engine: Engine
         do {
             engine = try Engine(configuration: config, logger: logger)
