@@ -270,3 +270,104 @@ def test_config_file_and_flags_refuse_the_same_values(fresh_server, tmp_path):
         with pytest.raises(RuntimeError) as e:
             fresh_server("--set", f"{name}={value}")
         assert f"bad value '{value}' for {name}: argument" in str(e.value), str(e.value)
+
+
+# --- a descriptor limit below maxclients --------------------------------------------------------
+
+
+def fd_limit(n):
+    """For preexec_fn: soft and hard RLIMIT_NOFILE of n, so cairnd cannot raise it."""
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+
+@pytest.fixture
+def limited_server():
+    servers = []
+
+    def make(*args, limit=256):
+        s = Cairnd(args, preexec_fn=fd_limit(limit))
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.cleanup()
+
+
+def log_text(srv):
+    srv.log.flush()
+    with open(os.path.join(srv.directory, "cairnd.log"), "rb") as f:
+        return f.read().decode(errors="replace")
+
+
+def open_many(port, count):
+    """`count` connections, each sending PING; returns their first reply line (b"" if none)."""
+    socks, replies = [], []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"PING\r\n")
+        socks.append(s)
+    deadline = time.monotonic() + 20  # for all of them: a hung one must not hold each 10 s
+    for s in socks:
+        try:
+            s.settimeout(max(0.05, deadline - time.monotonic()))
+            replies.append(read_reply_line(s))
+        except (ConnectionResetError, socket.timeout) as e:
+            replies.append(repr(e).encode())
+    return socks, replies
+
+
+def test_maxclients_is_lowered_to_fit_the_descriptor_limit(limited_server):
+    srv = limited_server(limit=256)
+    assert "maxclients has been reduced to" in log_text(srv)
+    existing = srv.client(decode_responses=True)
+    maxclients = int(existing.config_get("maxclients")["maxclients"])
+    assert 1 <= maxclients <= 256 - 32
+    socks, replies = open_many(srv.port, 300)
+    pongs = replies.count(b"+PONG\r\n")
+    refused = replies.count(b"-ERR max number of clients reached\r\n")
+    print(f"ulimit -n 256: maxclients {maxclients}; 300 connections: {pongs} served, {refused} refused")
+    assert pongs == maxclients - 1
+    assert refused == 300 - pongs
+    # The refused ones are closed, not left waiting.
+    for s, reply in zip(socks, replies):
+        if reply.startswith(b"-ERR"):
+            # (A reset, as the server closed with our PING unread, also says closed.)
+            assert recv_until_closed(s, timeout=10) == b""
+    assert existing.ping() is True
+    for s in socks:
+        s.close()
+
+
+def test_out_of_descriptors_at_accept_does_not_spin(limited_server):
+    srv = limited_server(limit=256)
+    pid = srv.process.pid
+    existing = srv.client(decode_responses=True)
+    # Above what the descriptors can hold: accept itself runs out (EMFILE).
+    assert existing.config_set("maxclients", 10000) is True
+    log_before = len(log_text(srv))
+    cpu_before = cpu_seconds(pid)
+    started = time.monotonic()
+    socks, replies = open_many(srv.port, 400)
+    pongs = replies.count(b"+PONG\r\n")
+    refused = replies.count(b"-ERR max number of clients reached\r\n")
+    # Keep them all open a while: nothing more should happen on the server.
+    time.sleep(3)
+    assert existing.ping() is True
+    cpu = cpu_seconds(pid) - cpu_before
+    elapsed = time.monotonic() - started
+    log_growth = len(log_text(srv)) - log_before
+    print(f"400 connections past the descriptor limit: {pongs} served, {refused} refused; "
+          f"cairnd CPU {cpu:.2f} s in {elapsed:.1f} s ({100 * cpu / elapsed:.0f}% of a core); "
+          f"log grew {log_growth} bytes")
+    assert pongs + refused == 400, set(replies)
+    assert refused > 0
+    assert cpu < 0.3 * elapsed
+    assert log_growth < 16 * 1024
+    assert "out of file descriptors" in log_text(srv)
+    for s in socks:
+        s.close()
+    # Once descriptors are free again, new clients get in.
+    time.sleep(0.5)
+    c = srv.client()
+    assert c.ping() is True
