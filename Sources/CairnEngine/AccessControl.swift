@@ -230,19 +230,28 @@ public struct AccessControl: Sendable {
 }
 
 /// Rate limit on failed AUTH: each client address (IP, without the port) may fail at most
-/// `auth-max-failures` times per minute; past that, AUTH and HELLO AUTH from the address are
-/// refused without looking at the password until the minute is over. Every failure is logged
-/// with the address. Nothing sleeps: a worker queue serves other clients meanwhile.
+/// `auth-max-failures` times per minute, and the whole server at most
+/// `auth-max-failures-total` times, so many source addresses do not multiply the guesses.
+/// Past either, AUTH and HELLO AUTH (from the address, or from anyone) are refused without
+/// looking at the password until the minute is over. Every failure is logged with the
+/// address. Nothing sleeps: a worker queue serves other clients meanwhile.
 public final class AuthThrottle: Sendable {
     struct Entry {
         var windowStart: Int64
         var failures: Int
     }
 
+    /// Why an AUTH is refused before its password is checked.
+    enum Block {
+        case address, server
+    }
+
     static let window: Int64 = 60_000
     /// Addresses remembered at most; the oldest windows are forgotten first past this.
     static let capacity = 10_000
     private let entries = Mutex<[String: Entry]>([:])
+    /// Failures of every address in the server's current window.
+    private let total = Mutex(Entry(windowStart: 0, failures: 0))
 
     public init() {}
 
@@ -262,10 +271,24 @@ public final class AuthThrottle: Sendable {
         }
     }
 
-    /// Records a failure; returns the failures of the current window.
+    /// Whether AUTH from `address` is refused now: the address used up `perAddress` failures
+    /// of its window, or the server `total` of its own (0 disables either).
+    func block(_ address: String, perAddress: Int, total limit: Int, now: Int64) -> Block? {
+        if limit > 0 {
+            let over = total.withLock { t in now - t.windowStart < AuthThrottle.window && t.failures >= limit }
+            if over { return .server }
+        }
+        return isBlocked(address, limit: perAddress, now: now) ? .address : nil
+    }
+
+    /// Records a failure; returns the failures of the address's current window.
     @discardableResult
     func recordFailure(_ address: String, now: Int64) -> Int {
         let host = AuthThrottle.host(of: address)
+        total.withLock { t in
+            if now - t.windowStart >= AuthThrottle.window { t = Entry(windowStart: now, failures: 0) }
+            t.failures += 1
+        }
         return entries.withLock { e in
             if e.count >= AuthThrottle.capacity {
                 e = e.filter { now - $0.value.windowStart < AuthThrottle.window }
@@ -289,12 +312,14 @@ public final class Guardrails: Sendable {
     let maxKeySize: Atomic<Int>
     let maxValueSize: Atomic<Int>
     let authMaxFailures: Atomic<Int>
+    let authMaxFailuresTotal: Atomic<Int>
 
     init(_ configuration: Configuration) {
         state = Mutex(AccessControl(configuration))
         maxKeySize = Atomic(configuration.maxKeySize)
         maxValueSize = Atomic(configuration.maxValueSize)
         authMaxFailures = Atomic(configuration.authMaxFailures)
+        authMaxFailuresTotal = Atomic(configuration.authMaxFailuresTotal)
     }
 
     func apply(_ configuration: Configuration) {
@@ -303,6 +328,7 @@ public final class Guardrails: Sendable {
         maxKeySize.store(configuration.maxKeySize, ordering: .relaxed)
         maxValueSize.store(configuration.maxValueSize, ordering: .relaxed)
         authMaxFailures.store(configuration.authMaxFailures, ordering: .relaxed)
+        authMaxFailuresTotal.store(configuration.authMaxFailuresTotal, ordering: .relaxed)
     }
 
     public var accessControl: AccessControl { state.withLock { $0 } }

@@ -28,7 +28,7 @@ public enum ConfigFile {
                 throw ParseError(line: index + 1, message: "unknown option '\(name)'")
             }
             do { try option.apply(value, to: &config) } catch {
-                throw ParseError(line: index + 1, message: "bad value '\(value)' for '\(name)'")
+                throw ParseError(line: index + 1, message: "bad value '\(value)' for '\(name)': \(error.reason)")
             }
         }
     }

@@ -1,28 +1,65 @@
 /// One named setting: how `CONFIG GET/SET` and the config file read and write it.
+///
+/// Each option validates its value in one place, `apply`, which the config file, `cairnd`'s
+/// flags and `CONFIG SET` all go through: whatever one accepts the others accept, and
+/// `CONFIG REWRITE` can write it back.
 public struct ConfigOption: Sendable {
     public let name: String
     /// Whether `CONFIG SET` may change it while running.
     public let mutable: Bool
     let get: @Sendable (Configuration) -> String
-    let set: @Sendable (inout Configuration, String) throws(CommandError) -> Void
+    let set: @Sendable (inout Configuration, String) throws(Invalid) -> Void
+
+    /// A value the option does not take. `reason` is Redis's text where Redis has the option
+    /// ("argument must be between 1048576 and ... inclusive").
+    public struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
+        public var reason: String
+        public init(_ reason: String) { self.reason = reason }
+        public var description: String { reason }
+    }
 
     public func value(in config: Configuration) -> String { get(config) }
-    public func apply(_ text: String, to config: inout Configuration) throws(CommandError) {
+
+    /// Validates `text` and stores it in `config`; throws `Invalid` and leaves `config` as it
+    /// was when the value is not one this option takes.
+    public func apply(_ text: String, to config: inout Configuration) throws(Invalid) {
         try set(&config, text)
     }
 
+    /// The error `CONFIG SET` answers for a value `apply` refused, in Redis 7's form.
+    public func configSetError(_ invalid: Invalid) -> CommandError {
+        CommandError("ERR", "CONFIG SET failed (possibly related to argument '\(name)') - \(invalid.reason)")
+    }
+
+    /// A string written back by CONFIG REWRITE: no control characters, since the file is one
+    /// option per line (a newline would end the value and start a line of its own).
     static func string(
         _ name: String, mutable: Bool = true, _ path: any WritableKeyPath<Configuration, String> & Sendable
     ) -> ConfigOption {
-        ConfigOption(name: name, mutable: mutable, get: { $0[keyPath: path] }, set: { $0[keyPath: path] = $1 })
+        ConfigOption(name: name, mutable: mutable, get: { $0[keyPath: path] }) { config, text throws(Invalid) in
+            try checkPrintable(text)
+            config[keyPath: path] = text
+        }
+    }
+
+    /// One of `choices` (any case; stored in lower case).
+    static func choice(
+        _ name: String, mutable: Bool = true, _ choices: [String],
+        _ path: any WritableKeyPath<Configuration, String> & Sendable
+    ) -> ConfigOption {
+        ConfigOption(name: name, mutable: mutable, get: { $0[keyPath: path] }) { config, text throws(Invalid) in
+            guard choices.contains(text.lowercased()) else { throw oneOf(choices) }
+            config[keyPath: path] = text.lowercased()
+        }
     }
 
     static func int(
         _ name: String, mutable: Bool = true, min: Int = 0, max: Int = .max,
         _ path: any WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigOption {
-        ConfigOption(name: name, mutable: mutable, get: { String($0[keyPath: path]) }) { config, text throws(CommandError) in
-            guard let v = Int(text), v >= min, v <= max else { throw invalid(name, text) }
+        ConfigOption(name: name, mutable: mutable, get: { String($0[keyPath: path]) }) { config, text throws(Invalid) in
+            guard let v = Int(text) else { throw Invalid("argument couldn't be parsed into an integer") }
+            try checkRange(v, min, max)
             config[keyPath: path] = v
         }
     }
@@ -31,23 +68,43 @@ public struct ConfigOption: Sendable {
         _ name: String, mutable: Bool = true, _ range: ClosedRange<Double>,
         _ path: any WritableKeyPath<Configuration, Double> & Sendable
     ) -> ConfigOption {
-        ConfigOption(name: name, mutable: mutable, get: { Bytes.humanDouble($0[keyPath: path]) }) { config, text throws(CommandError) in
-            guard let v = Double(text), range.contains(v) else { throw invalid(name, text) }
+        ConfigOption(name: name, mutable: mutable, get: { Bytes.humanDouble($0[keyPath: path]) }) { config, text throws(Invalid) in
+            guard let v = Double(text), v.isFinite else { throw Invalid("argument couldn't be parsed into a number") }
+            guard range.contains(v) else {
+                throw Invalid("argument must be between \(Bytes.humanDouble(range.lowerBound)) and \(Bytes.humanDouble(range.upperBound)) inclusive")
+            }
             config[keyPath: path] = v
         }
     }
 
+    /// A size in bytes, with redis.conf's units (`64mb`).
     static func bytes(
-        _ name: String, mutable: Bool = true, _ path: any WritableKeyPath<Configuration, Int> & Sendable
+        _ name: String, mutable: Bool = true, min: Int = 0, max: Int = .max,
+        _ path: any WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigOption {
-        ConfigOption(name: name, mutable: mutable, get: { String($0[keyPath: path]) }) { config, text throws(CommandError) in
-            guard let v = parseMemory(text), v >= 0 else { throw invalid(name, text) }
-            config[keyPath: path] = v
+        ConfigOption(name: name, mutable: mutable, get: { String($0[keyPath: path]) }) { config, text throws(Invalid) in
+            config[keyPath: path] = try memory(text, min: min, max: max)
         }
     }
 
-    static func invalid(_ name: String, _ value: String) -> CommandError {
-        CommandError("ERR", "CONFIG SET failed (possibly related to argument '\(name)') - argument couldn't be parsed into an integer")
+    static func memory(_ text: String, min: Int, max: Int) throws(Invalid) -> Int {
+        guard let v = parseMemory(text), v >= 0 else { throw Invalid("argument must be a memory value") }
+        try checkRange(v, min, max)
+        return v
+    }
+
+    static func checkRange(_ v: Int, _ min: Int, _ max: Int) throws(Invalid) {
+        guard v >= min && v <= max else { throw Invalid("argument must be between \(min) and \(max) inclusive") }
+    }
+
+    static func oneOf(_ choices: [String]) -> Invalid {
+        Invalid("argument(s) must be one of the following: \(choices.joined(separator: ", "))")
+    }
+
+    static func checkPrintable(_ text: String) throws(Invalid) {
+        if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
+            throw Invalid("argument must not contain control characters such as newlines (the config file could not hold it)")
+        }
     }
 
     /// Parses `100`, `1k`, `1kb`, `64mb`, `1gb` as redis.conf does (k=1000, kb=1024).
@@ -66,7 +123,7 @@ public struct ConfigOption: Sendable {
     /// Every option, in the order `CONFIG REWRITE` writes them.
     public static let all: [ConfigOption] = [
         .string("bind", mutable: false, \.bind),
-        .int("port", mutable: false, \.port),
+        .int("port", mutable: false, max: 65535, \.port),
         .string("dir", mutable: false, \.dir),
         .string("backup-dir", \.backupDir),
         .int("backup-keep", \.backupKeep),
@@ -74,36 +131,37 @@ public struct ConfigOption: Sendable {
         .int("backup-interval", \.backupInterval),
         .string("requirepass", \.requirepass),
         .int("auth-max-failures", \.authMaxFailures),
+        .int("auth-max-failures-total", \.authMaxFailuresTotal),
         .bytes("max-key-size", \.maxKeySize),
         .bytes("max-value-size", \.maxValueSize),
-        .int("max-args", min: 1, \.maxArgs),
-        .int("maxclients", min: 1, \.maxclients),
-        .int("timeout", \.timeout),
-        .int("tcp-keepalive", \.tcpKeepalive),
-        .bytes("proto-max-bulk-len", \.protoMaxBulkLen),
-        .bytes("client-query-buffer-limit", \.clientQueryBufferLimit),
+        // At least what a client's handshake takes (HELLO 3 AUTH user pass SETNAME name).
+        .int("max-args", min: 10, \.maxArgs),
+        .int("maxclients", min: 1, max: Int(UInt32.max), \.maxclients),
+        .int("timeout", max: Int(Int32.max), \.timeout),
+        .int("tcp-keepalive", max: Int(Int32.max), \.tcpKeepalive),
+        // Redis's ranges: below 1mb every client sending an ordinary value would be cut off.
+        .bytes("proto-max-bulk-len", min: 1 << 20, \.protoMaxBulkLen),
+        .bytes("client-query-buffer-limit", min: 1 << 20, \.clientQueryBufferLimit),
         ConfigOption(
             name: "client-output-buffer-limit", mutable: true,
             get: { "normal \($0.clientOutputBufferLimit) 0 0" }
-        ) { config, text throws(CommandError) in
+        ) { config, text throws(Invalid) in
             // Redis's form is "normal <hard> <soft> <seconds> ..."; a bare size is accepted too.
             let words = text.split(separator: " ").map(String.init)
             let size = words.first == "normal" && words.count >= 2 ? words[1] : (words.first ?? "")
-            guard let v = parseMemory(size), v >= 0 else { throw invalid("client-output-buffer-limit", text) }
-            config.clientOutputBufferLimit = v
+            config.clientOutputBufferLimit = try memory(size, min: 0, max: .max)
         },
-        ConfigOption(name: "appendfsync", mutable: true, get: { $0.appendfsync.rawValue }) { config, text throws(CommandError) in
-            guard let p = FsyncPolicy(rawValue: text.lowercased()) else {
-                throw CommandError("ERR", "Invalid argument '\(text)' for CONFIG SET 'appendfsync'")
-            }
+        ConfigOption(name: "appendfsync", mutable: true, get: { $0.appendfsync.rawValue }) { config, text throws(Invalid) in
+            guard let p = FsyncPolicy(rawValue: text.lowercased()) else { throw oneOf(FsyncPolicy.allCases.map(\.rawValue)) }
             config.appendfsync = p
         },
-        .string("loglevel", \.loglevel),
+        .choice("loglevel", Configuration.logLevels, \.loglevel),
         .bytes("block-cache-size", mutable: false, \.blockCacheSize),
         .bytes("row-cache-size", mutable: false, \.rowCacheSize),
+        .int("max-open-files", mutable: false, min: 20, \.maxOpenFiles),
         .bytes("write-buffer-size", mutable: false, \.writeBufferSize),
         .bytes("min-free-disk", \.minFreeDisk),
-        .string("compression", mutable: false, \.compression),
+        .choice("compression", mutable: false, ["no", "snappy", "zlib", "lz4", "zstd", "bz2"], \.compression),
         .double("bloom-bits-per-key", mutable: false, 0...64, \.bloomBitsPerKey),
         .double("memtable-bloom-ratio", mutable: false, 0...0.25, \.memtableBloomRatio),
         .double("data-block-hash-ratio", mutable: false, 0...4, \.dataBlockHashRatio),

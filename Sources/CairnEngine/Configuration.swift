@@ -31,6 +31,12 @@ public struct Configuration: Sendable, Equatable {
     /// of that minute; 0 disables the limit. Default 100 (a client library that retries a
     /// wrong password, as redis-py does, should not lock its host out at once).
     public var authMaxFailures = 100
+    /// Failed AUTHs from all addresses together per minute before AUTH is refused for everyone
+    /// (already authenticated connections go on) for the rest of that minute; 0 disables the
+    /// limit. Default 1000: many source addresses cannot multiply `auth-max-failures`. An
+    /// attacker can use it up to keep new logins out for a minute at a time; that is the price
+    /// of bounding guesses.
+    public var authMaxFailuresTotal = 1000
     /// Largest key a write command may store, bytes; 0 means no limit beyond
     /// `proto-max-bulk-len`. Default 64 KiB.
     public var maxKeySize = 64 * 1024
@@ -39,7 +45,9 @@ public struct Configuration: Sendable, Equatable {
     public var maxValueSize = 512 * 1024 * 1024
     /// Most arguments of one request (multibulk count). Default 1,048,576.
     public var maxArgs = 1024 * 1024
-    /// Most clients connected at once; the next gets `-ERR max number of clients reached`. Default 10000.
+    /// Most clients connected at once; the next gets `-ERR max number of clients reached`.
+    /// Lowered at start when the open files limit cannot hold it (`DescriptorBudget`).
+    /// Default 10000.
     public var maxclients = 10000
     /// Close a client idle this many seconds; 0 never. Default 0.
     public var timeout = 0
@@ -59,7 +67,8 @@ public struct Configuration: Sendable, Equatable {
     /// share one sync), `everysec` (default: sync once a second, a process crash loses nothing, an
     /// OS crash at most about a second), `no` (the OS decides).
     public var appendfsync = FsyncPolicy.everysec
-    /// Log level: debug, verbose, notice, warning (Redis names; also trace/info/error). Default notice.
+    /// Log level: one of `logLevels`, Redis's names (debug, verbose, notice, warning, nothing)
+    /// then swift-log's (trace, info, error). Default notice.
     public var loglevel = "notice"
     /// Shared LRU block cache for all column families, bytes. Default 256 MiB.
     public var blockCacheSize = 256 * 1024 * 1024
@@ -67,6 +76,10 @@ public struct Configuration: Sendable, Equatable {
     /// when reads repeat keys that left the memtables (GET -P16 +19% once warm, over 1M keys
     /// with 256mb); costs an insert on every miss.
     public var rowCacheSize = 0
+    /// Table files RocksDB keeps open (its `max_open_files`, a cache: more are reopened as
+    /// needed), at least 20. Counted with `maxclients` against the open files limit, and lowered
+    /// with it at start when the limit cannot hold both. Default 8192.
+    public var maxOpenFiles = 8192
     /// Memtable size per column family, bytes. Default 64 MiB.
     public var writeBufferSize = 64 * 1024 * 1024
     /// Free space to keep on the data disk, bytes: below it writes are refused (disk-full mode,
@@ -112,6 +125,9 @@ public struct Configuration: Sendable, Equatable {
     public var activeExpireEffort = 1
 
     public init() {}
+
+    /// The values `loglevel` takes.
+    public static let logLevels = ["debug", "verbose", "notice", "warning", "nothing", "trace", "info", "error"]
 
     public static var defaultBackgroundJobs: Int {
         max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))

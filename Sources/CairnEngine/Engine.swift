@@ -77,6 +77,7 @@ public final class Engine: @unchecked Sendable {
         o.bloomBitsPerKey = c.bloomBitsPerKey
         o.compression = Compression(rawValue: c.compression == "no" ? "none" : c.compression) ?? .lz4
         o.backgroundJobs = c.maxBackgroundJobs
+        o.maxOpenFiles = Int32(clamping: c.maxOpenFiles)
         o.memtableBloomRatio = c.memtableBloomRatio
         o.dataBlockHashRatio = c.dataBlockHashRatio
         // RocksDB's LOG file sits on the data disk: once an append to it fails with ENOSPC, the

@@ -45,6 +45,10 @@ final class Connection: @unchecked Sendable {
 
     /// Replies above this size are flushed before more requests run.
     static let flushThreshold = 1 << 20
+    /// Unparsed request bytes, and unsent reply bytes, a client that has not authenticated may
+    /// leave buffered. Its requests are at most 10 arguments of 16 KiB (`RESPLimits`) and its
+    /// replies short errors, so only one that stops reading comes near this.
+    static let unauthenticatedBufferLimit = 1 << 20
 
     init(fd: Int32, worker: Worker, session: Session, limits: RESPLimits) {
         self.fd = fd
@@ -104,6 +108,13 @@ final class Connection: @unchecked Sendable {
             return
         }
         process()
+        if !closed && !session.authenticated && parser.bufferedByteCount > Connection.unauthenticatedBufferLimit {
+            // What is left after running every complete request: a stranger whose replies
+            // back up (it does not read) cannot make the server hold more of its input.
+            worker.logger.warning("closing client \(session.id) (\(session.record.address)): over \(Connection.unauthenticatedBufferLimit) bytes of unparsed requests before AUTH")
+            close()
+            return
+        }
         if eof {
             // The peer is gone: whatever it can no longer read is dropped.
             close()
@@ -130,6 +141,12 @@ final class Connection: @unchecked Sendable {
         let engine = worker.engine
         while !closed && !awaitingDeferred && !awaitingStagedWrites {
             let pending = writer.bytes.count - sent
+            if pending > Connection.unauthenticatedBufferLimit && !session.authenticated {
+                // Before AUTH every reply is a short error: this many unread is not a client.
+                worker.logger.warning("closing client \(session.id) (\(session.record.address)): over \(Connection.unauthenticatedBufferLimit) bytes of unread replies before AUTH")
+                close()
+                return
+            }
             if pending > Connection.flushThreshold {
                 // Redis's rule: a client whose replies pass the output limit is closed.
                 if pending > worker.limits.outputBufferLimit && worker.limits.outputBufferLimit > 0 {
@@ -306,6 +323,8 @@ final class Connection: @unchecked Sendable {
     private func nextRequest() -> [[UInt8]]? {
         if !heldBack.isEmpty { return heldBack.removeFirst() }
         guard protocolError == nil else { return nil }
+        // Per request: the pre-AUTH limits stop applying from the request after AUTH.
+        parser.unauthenticated = !session.authenticated
         do {
             return try parser.next()
         } catch {

@@ -21,6 +21,15 @@ public final class Server: ServerHooks, @unchecked Sendable {
     private let acceptQueue = DispatchQueue(label: "cairn.accept", qos: .userInitiated)
     private var listenFD: Int32 = -1
     private var acceptSource: (any DispatchSourceRead)?
+    /// Held open to be closed when `accept` fails for want of descriptors: the freed one
+    /// takes the waiting connection, which is refused, and the spare is reopened. On
+    /// `acceptQueue`, as are the two below.
+    private var spareFD: Int32 = -1
+    /// The accept source is suspended for a moment (out of descriptors, no spare).
+    private var acceptPaused = false
+    /// Connections refused for want of descriptors since the last log line, and its time.
+    private var refusedForDescriptors = 0
+    private var lastDescriptorWarning: Int64 = 0
     private var walTimer: (any DispatchSourceTimer)?
     private var diskTimer: (any DispatchSourceTimer)?
     private var trimTimer: (any DispatchSourceTimer)?
@@ -66,6 +75,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         listenFD = fd
         port = bound
         engine.noteListeningPort(bound)
+        spareFD = Server.openSpare()
         for w in workers { w.startIdleTimer() }
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
         source.setEventHandler { [unowned self] in self.acceptAll() }
@@ -90,12 +100,16 @@ public final class Server: ServerHooks, @unchecked Sendable {
     }
 
     private func acceptAll() {
+        dispatchPrecondition(condition: .onQueue(acceptQueue))
         while true {
             let fd = accept(listenFD, nil, nil)
             if fd < 0 {
                 if errno == EINTR { continue }
                 if errno == EMFILE || errno == ENFILE {
-                    logger.error("accept: out of file descriptors (\(engine.clients.count) clients); raise the fd limit (ulimit -n)")
+                    // Level-triggered: returning with the connection still queued would bring
+                    // this handler straight back (a spinning core and a flood of log lines).
+                    if refuseWithSpare(errno) { continue }
+                    pauseAccepting()
                 }
                 return
             }
@@ -104,10 +118,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
             let config = engine.configuration
             engine.stats.connectionsReceived.increment()
             if engine.clients.count >= config.maxclients || shuttingDown.load(ordering: .relaxed) {
-                engine.stats.rejectedConnections.increment()
-                let message = Array("-ERR max number of clients reached\r\n".utf8)
-                _ = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                Glibc.close(fd)
+                refuse(fd)
                 continue
             }
             Socket.configureClient(fd, keepalive: config.tcpKeepalive)
@@ -118,6 +129,55 @@ public final class Server: ServerHooks, @unchecked Sendable {
             let index = nextWorker.add(1, ordering: .relaxed).oldValue % workers.count
             workers[index].adopt(fd: fd, record: record)
         }
+    }
+
+    /// Answers Redis's error and closes: the client learns why rather than waiting.
+    private func refuse(_ fd: Int32) {
+        engine.stats.rejectedConnections.increment()
+        let message = Array("-ERR max number of clients reached\r\n".utf8)
+        _ = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        Glibc.close(fd)
+    }
+
+    /// Out of descriptors (`code` is EMFILE or ENFILE): gives the spare descriptor's slot to
+    /// the waiting connection to refuse it, then takes the spare back. False when there was
+    /// no spare or nothing to accept with it.
+    private func refuseWithSpare(_ code: Int32) -> Bool {
+        refusedForDescriptors += 1
+        let now = Clock.milliseconds()
+        if now - lastDescriptorWarning >= 10_000 {
+            lastDescriptorWarning = now
+            logger.warning("accept: out of file descriptors (\(String(cString: strerror(code)))) with \(engine.clients.count) clients: refused \(refusedForDescriptors) connection(s) since the last warning. Lower maxclients or raise the open files limit (ulimit -n).")
+            refusedForDescriptors = 0
+        }
+        if spareFD < 0 { spareFD = Server.openSpare() }
+        guard spareFD >= 0 else { return false }
+        Glibc.close(spareFD)
+        let fd = accept(listenFD, nil, nil)
+        if fd >= 0 {
+            engine.stats.connectionsReceived.increment()
+            refuse(fd)
+        }
+        // After the refused connection's descriptor is closed, so there is room for it.
+        spareFD = Server.openSpare()
+        return fd >= 0
+    }
+
+    /// Stops accepting for 100 ms, so a descriptor shortage the spare cannot cover costs a
+    /// few wake-ups a second rather than a core.
+    private func pauseAccepting() {
+        guard let source = acceptSource, !acceptPaused, !shuttingDown.load(ordering: .relaxed) else { return }
+        acceptPaused = true
+        source.suspend()
+        acceptQueue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
+            guard acceptPaused else { return }
+            acceptPaused = false
+            acceptSource?.resume()
+        }
+    }
+
+    private static func openSpare() -> Int32 {
+        open("/dev/null", O_RDONLY | O_CLOEXEC)
     }
 
     /// Syncs the WAL once a second when `appendfsync everysec`, off the request path.
@@ -186,6 +246,11 @@ public final class Server: ServerHooks, @unchecked Sendable {
 
     public func configurationChanged(_ configuration: Configuration) {
         for w in workers { w.apply(configuration) }
+        var limits = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0, limits.rlim_cur != rlim_t.max,
+           DescriptorBudget.needed(configuration) > Int(limits.rlim_cur) {
+            logger.warning("maxclients \(configuration.maxclients) is more than the open files limit (\(limits.rlim_cur)) can hold with max-open-files \(configuration.maxOpenFiles): connections past the limit will be refused")
+        }
     }
 
     /// Online restore: every worker queue, the WAL sync timer, the expiry sweep and the group
@@ -220,7 +285,16 @@ public final class Server: ServerHooks, @unchecked Sendable {
         guard !shuttingDown.exchange(true, ordering: .relaxed) else { return }
         control.async { [self] in
             logger.notice("shutting down: no new connections, finishing replies")
-            acceptQueue.sync { acceptSource?.cancel() }
+            acceptQueue.sync {
+                acceptSource?.cancel()
+                // A suspended source runs its cancel handler (closing the listener) once resumed.
+                if acceptPaused {
+                    acceptPaused = false
+                    acceptSource?.resume()
+                }
+                if spareFD >= 0 { Glibc.close(spareFD) }
+                spareFD = -1
+            }
             let deadline = DispatchTime.now() + .milliseconds(900)
             for w in workers { w.queue.sync { w.closeAll(deadline: deadline) } }
             walTimer?.cancel()

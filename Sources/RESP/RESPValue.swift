@@ -108,6 +108,11 @@ public struct RESPLimits: Sendable {
     public var maxInlineLength = 64 * 1024
     /// Deepest nesting of aggregates (value parser). Default 128.
     public var maxDepth = 128
+    /// Most elements of one multibulk request from a client that still has to AUTH: 10, as
+    /// Redis 7 (`processMultibulkBuffer`), enough for `AUTH` and `HELLO 3 AUTH u p SETNAME n`.
+    public var maxUnauthenticatedMultibulkCount = 10
+    /// Largest bulk string from a client that still has to AUTH: 16 KiB, as Redis 7.
+    public var maxUnauthenticatedBulkLength = 16384
 
     public init() {}
 }

@@ -14,6 +14,11 @@ public struct RequestParser: Sendable {
     /// Length of the bulk being read, or -1 when its `$` header is next.
     private var bulkLength = -1
 
+    /// The client has not authenticated yet: multibulk counts and bulk lengths are held to
+    /// `limits.maxUnauthenticated...` (Redis's pre-AUTH limits), so a stranger cannot make the
+    /// server buffer a large request. The connection sets it before each `next()`.
+    public var unauthenticated = false
+
     public init(limits: RESPLimits = .init()) { self.limits = limits }
 
     public mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(bytes) }
@@ -67,6 +72,9 @@ public struct RequestParser: Sendable {
         guard let n = buffer.integer(from: s + 1, to: cr), n <= Int64(limits.maxMultibulkCount) else {
             throw RESPProtocolError("Protocol error: invalid multibulk length")
         }
+        if unauthenticated && n > Int64(limits.maxUnauthenticatedMultibulkCount) {
+            throw RESPProtocolError("Protocol error: unauthenticated multibulk length")
+        }
         buffer.start = cr + 2
         if n <= 0 { return true }
         args = []
@@ -91,6 +99,9 @@ public struct RequestParser: Sendable {
         guard cr + 1 < buffer.storage.count else { return false }
         guard let n = buffer.integer(from: s + 1, to: cr), n >= 0, n <= Int64(limits.maxBulkLength) else {
             throw RESPProtocolError("Protocol error: invalid bulk length")
+        }
+        if unauthenticated && n > Int64(limits.maxUnauthenticatedBulkLength) {
+            throw RESPProtocolError("Protocol error: unauthenticated bulk length")
         }
         buffer.start = cr + 2
         bulkLength = Int(n)

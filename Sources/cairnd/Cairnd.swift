@@ -78,20 +78,18 @@ struct ServerOptions: ParsableArguments {
         for (name, value) in pairs {
             guard let option = ConfigOption.named(name) else { throw ValidationError("unknown option '\(name)'") }
             do { try option.apply(value, to: &config) } catch {
-                throw ValidationError("bad value '\(value)' for \(name): \(error.message)")
+                throw ValidationError("bad value '\(value)' for \(name): \(error.reason)")
             }
-        }
-        guard Logger.Level(cairnName: config.loglevel) != nil else {
-            throw ValidationError("unknown log level '\(config.loglevel)'")
         }
         return config
     }
 }
 
 extension Logger.Level {
-    /// Redis's level names and swift-log's.
+    /// Redis's level names and swift-log's (`Configuration.logLevels`).
     init?(cairnName name: String) {
         switch name.lowercased() {
+        case "nothing": self = .critical
         case "trace": self = .trace
         case "debug": self = .debug
         case "verbose", "info": self = .info
@@ -115,7 +113,7 @@ struct Serve: ParsableCommand {
         // well past what is in use.
         ProcessMemory.limitMallocArenas(to: 2)
         ProcessMemory.mapLargeAllocations()
-        let config = try options.load()
+        var config = try options.load()
         let level = Logger.Level(cairnName: config.loglevel) ?? .notice
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -123,6 +121,12 @@ struct Serve: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "cairnd")
+        do {
+            try DescriptorBudget.apply(to: &config, logger: logger)
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
         let engine: Engine
         do {
             engine = try Engine(configuration: config, logger: logger)

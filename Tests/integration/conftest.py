@@ -22,9 +22,11 @@ CLI = os.environ.get("CAIRN_CLI", os.path.join(ROOT, ".build", "debug", "cairn-c
 class Cairnd:
     """One cairnd process. `restart()` keeps the data directory."""
 
-    def __init__(self, args=(), directory=None):
+    def __init__(self, args=(), directory=None, preexec_fn=None):
         self.directory = directory or tempfile.mkdtemp(prefix="cairnd-it-")
         self.args = list(args)
+        # Runs in the child before exec (e.g. to set resource limits).
+        self.preexec_fn = preexec_fn
         self.process = None
         self.port = None
         self.start()
@@ -37,7 +39,7 @@ class Cairnd:
         self.process = subprocess.Popen(
             [BINARY, "--port", "0", "--dir", os.path.join(self.directory, "data"),
              "--port-file", port_file, "--log-level", "notice", *self.args],
-            stdout=self.log, stderr=self.log)
+            stdout=self.log, stderr=self.log, preexec_fn=self.preexec_fn)
         deadline = time.time() + 20
         while time.time() < deadline:
             if os.path.exists(port_file):

@@ -52,7 +52,8 @@ enum ConnectionCommands {
 
     /// Checks a user's password (SHA-256 digests compared in constant time, see `AccessControl`)
     /// and logs the session in as that user. Failures are logged with the client's address and
-    /// rate-limited per address (`auth-max-failures` a minute, see `AuthThrottle`).
+    /// rate-limited per address (`auth-max-failures` a minute) and for the whole server
+    /// (`auth-max-failures-total`), see `AuthThrottle`.
     static func authenticate(_ call: Call, user: String, password: [UInt8], bare: Bool) throws(CommandError) {
         let engine = call.engine
         let acl = engine.guardrails.accessControl
@@ -62,11 +63,18 @@ enum ConnectionCommands {
         let address = call.session.record.address
         let throttle = engine.guardrails.authThrottle
         let limit = engine.guardrails.authMaxFailures.load(ordering: .relaxed)
+        let total = engine.guardrails.authMaxFailuresTotal.load(ordering: .relaxed)
         let now = Clock.milliseconds()
-        if throttle.isBlocked(address, limit: limit, now: now) {
+        // WRONGPASS, so clients treat it as the failed login it is (redis-py raises AuthenticationError).
+        switch throttle.block(address, perAddress: limit, total: total, now: now) {
+        case .address:
             engine.logger.warning("AUTH from \(address) as '\(user)' refused: over auth-max-failures (\(limit) a minute)")
-            // WRONGPASS, so clients treat it as the failed login it is (redis-py raises AuthenticationError).
             throw CommandError("WRONGPASS", "too many failed AUTH attempts from this address; try again in a minute")
+        case .server:
+            engine.logger.warning("AUTH from \(address) as '\(user)' refused: over auth-max-failures-total (\(total) a minute from all addresses)")
+            throw CommandError("WRONGPASS", "too many failed AUTH attempts on this server (auth-max-failures-total); try again in a minute")
+        case nil:
+            break
         }
         guard let account = acl.check(user: user, password: password) else {
             let failures = throttle.recordFailure(address, now: now)

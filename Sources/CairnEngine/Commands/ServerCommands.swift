@@ -104,10 +104,16 @@ enum ConfigCommands {
                 guard option.mutable else {
                     throw CommandError("ERR", "CONFIG SET failed (possibly related to argument '\(name)') - can't set immutable config")
                 }
+                guard !changes.contains(where: { $0.0.name == option.name }) else {
+                    throw CommandError("ERR", "CONFIG SET failed (possibly related to argument '\(name)') - duplicate parameter")
+                }
                 changes.append((option, call.text(i + 1)))
             }
+            // All or nothing: every value is validated on a copy before any takes effect.
             try call.engine.update { (config: inout Configuration) throws(CommandError) in
-                for (option, value) in changes { try option.apply(value, to: &config) }
+                for (option, value) in changes {
+                    do throws(ConfigOption.Invalid) { try option.apply(value, to: &config) } catch { throw option.configSetError(error) }
+                }
             }
             out.simpleString("OK")
         },
