@@ -368,3 +368,92 @@ def test_a_disk_filling_up_during_a_restore_leaves_old_data_or_the_backup(small_
         assert contents(srv.client()) in (old, backup)
     finally:
         srv.cleanup()
+
+
+def test_a_restore_during_a_write_load_on_a_filling_disk(small_disk, tmp_path):
+    """Four clients write until the data disk is full while a restore is asked for: the restore
+    is refused for lack of room and changes nothing, reads keep working, writes resume once
+    space returns, nothing acknowledged is lost across a restart; with room, the restore then
+    gives exactly the backup."""
+    from test_disk_full import DISK_FULL, value_for
+    srv = Cairnd(["--dir", os.path.join(small_disk, "data"), "--set", f"backup-dir={tmp_path / 'backups'}",
+                  "--set", "write-buffer-size=4mb"])
+    try:
+        c = srv.client()
+        backup = load(c, "a", 6000, b"A")  # ~12 MB
+        backup_id = c.execute_command("BACKUP.CREATE")
+        c.flushall()
+        c.execute_command("COMPACT")
+        filler = os.path.join(small_disk, "filler")
+        subprocess.run(["fallocate", "-l", str(free_bytes(small_disk) - 40 * 1024 * 1024), filler], check=True)
+
+        lock = threading.Lock()
+        acknowledged, problems = [], []
+        refused = [False] * 4
+        stop = threading.Event()
+
+        def writer(n):
+            w = srv.client()
+            i = 0
+            while not stop.is_set():
+                key = f"w{n}:{i}"
+                i += 1
+                try:
+                    assert w.set(key, value_for(key)) is True
+                    with lock:
+                        acknowledged.append(key)
+                except redis.ResponseError as e:
+                    if str(e) != DISK_FULL:
+                        problems.append(f"writer {n}: {e}")
+                        return
+                    refused[n] = True
+                    time.sleep(0.02)
+                except Exception as e:  # noqa: BLE001 - the server went away
+                    problems.append(f"writer {n}: {e!r}")
+                    return
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        deadline = time.time() + 90
+        while not all(refused) and time.time() < deadline and not problems:
+            time.sleep(0.1)
+        assert all(refused) and not problems, problems
+
+        # Refused whole: by the disk-full mode, or by the restore's own check for room.
+        with pytest.raises(redis.ResponseError, match="no space left on the data disk|not enough free space"):
+            c.execute_command("BACKUP.RESTORE", backup_id)
+        assert srv.process.poll() is None
+        with lock:
+            sample = acknowledged[::10]
+        for key in sample:
+            assert c.get(key) == value_for(key), key
+
+        os.remove(filler)
+        with lock:
+            before = len(acknowledged)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with lock:
+                if len(acknowledged) > before + 8:
+                    break
+            time.sleep(0.1)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        assert not problems, problems
+        assert len(acknowledged) > before + 8, "writes resumed after space returned"
+
+        assert srv.stop() == 0
+        srv.start()
+        c = srv.client()
+        for key in acknowledged:
+            assert c.get(key) == value_for(key), f"acknowledged {key} lost"
+        # With room, the restore replaces everything with exactly the backup.
+        c.flushall()
+        c.execute_command("COMPACT")
+        until_writable(c)
+        assert c.execute_command("BACKUP.RESTORE", backup_id) == b"OK"
+        assert contents(c) == backup
+    finally:
+        srv.cleanup()
