@@ -1,6 +1,6 @@
 public import Logging
 public import RESP
-public import Rocks
+package import Rocks
 public import Synchronization
 
 /// Runs Redis commands against a RocksDB database, in-process.
