@@ -27,18 +27,7 @@ func writeFileAtomically(_ path: String, _ text: String) -> Bool {
 }
 
 /// The whole file, or nil when it cannot be read.
-func readFile(_ path: String) -> [UInt8]? {
-    guard let f = fopen(path, "rb") else { return nil }
-    defer { fclose(f) }
-    var out: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    while true {
-        let n = fread(&chunk, 1, chunk.count, f)
-        if n > 0 { out.append(contentsOf: chunk[0..<n]) }
-        if n < chunk.count { break }
-    }
-    return ferror(f) == 0 ? out : nil
-}
+func readFile(_ path: String) -> [UInt8]? { readWholeFile(path) }
 
 /// Syncs a directory, so renames and unlinks in it survive a crash.
 func syncDirectory(_ path: String) -> Bool {

@@ -10,33 +10,19 @@ extension BackupEngine {
     public func verifyChecksums(_ id: UInt32) throws {
         let backupDirectory = directory
         let metaPath = "\(backupDirectory)/meta/\(id)"
-        guard let meta = Self.readFile(metaPath) else { throw StorageError(code: .ioError, message: "cannot read \(metaPath)") }
+        guard let meta = readWholeFile(metaPath) else { throw StorageError(code: .ioError, message: "cannot read \(metaPath)") }
         let text = String(decoding: meta, as: UTF8.self)
         for line in text.split(separator: "\n") {
             let words = line.split(separator: " ")
             guard words.count >= 3, words[1] == "crc32", let expected = UInt32(words[2]) else { continue }
             let path = "\(backupDirectory)/\(words[0])"
-            guard let bytes = Self.readFile(path) else { throw StorageError(code: .ioError, message: "cannot read \(path)") }
+            guard let bytes = readWholeFile(path) else { throw StorageError(code: .ioError, message: "cannot read \(path)") }
             let actual = CRC32C.checksum(bytes)
             guard actual == expected else {
                 throw StorageError(code: .corruption, message: "\(path): checksum \(actual), expected \(expected)")
             }
         }
     }
-
-    private static func readFile(_ path: String) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else { return nil }
-        defer { fclose(f) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, f)
-            if n > 0 { out.append(contentsOf: chunk[0..<n]) }
-            if n < chunk.count { break }
-        }
-        return ferror(f) == 0 ? out : nil
-    }
-
 }
 
 /// CRC-32C (Castagnoli), as RocksDB's backup engine records it. Table-driven, no hardware path:
@@ -55,4 +41,18 @@ enum CRC32C {
         }
         return crc ^ 0xFFFF_FFFF
     }
+}
+
+/// The whole file, or nil when it cannot be read (shared with CairnEngine's file helpers).
+package func readWholeFile(_ path: String) -> [UInt8]? {
+    guard let f = fopen(path, "rb") else { return nil }
+    defer { fclose(f) }
+    var out: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let n = fread(&chunk, 1, chunk.count, f)
+        if n > 0 { out.append(contentsOf: chunk[0..<n]) }
+        if n < chunk.count { break }
+    }
+    return ferror(f) == 0 ? out : nil
 }

@@ -52,7 +52,7 @@ import Testing
         let h = try EngineHarness()
         var batch: [[UInt8]] = [Array("MSET".utf8)]
         for i in 0..<200_000 { batch += [Array("k\(i)".utf8), Array("v".utf8)] }
-        h.run(batch)
+        _ = h.run(batch)
         h.run("SET", "t", "v", "PX", "1")
         try await Task.sleep(for: .milliseconds(10))
         let clock = ContinuousClock()

@@ -21,21 +21,6 @@ def value_for(key):
     return b"".join(hashlib.sha256(seed + i.to_bytes(4, "big")).digest() for i in range(2048))
 
 
-@pytest.fixture
-def tmpfs_dir(request):
-    """A fresh tmpfs, 64 MiB unless parametrized indirectly with another size."""
-    size = getattr(request, "param", "64m")
-    directory = tempfile.mkdtemp(prefix="cairnd-diskfull-")
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", directory],
-                           capture_output=True, text=True)
-    if mount.returncode != 0:
-        os.rmdir(directory)
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {mount.stderr.strip()}")
-    yield directory
-    subprocess.run(["umount", "-l", directory])
-    os.rmdir(directory)
-
-
 def free_bytes(path):
     st = os.statvfs(path)
     return st.f_bavail * st.f_frsize

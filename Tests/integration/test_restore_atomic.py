@@ -250,15 +250,22 @@ def test_a_session_whose_family_is_not_in_the_backup_does_not_write_elsewhere(fr
 # Full disk: the data directory on a small tmpfs, the backups on the ordinary disk.
 
 @pytest.fixture
-def small_disk():
-    directory = tempfile.mkdtemp(prefix="cairnd-restore-full-")
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", directory], capture_output=True, text=True)
-    if mount.returncode != 0:
-        os.rmdir(directory)
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {mount.stderr.strip()}")
-    yield directory
-    subprocess.run(["umount", "-l", directory])
-    os.rmdir(directory)
+def small_disk(tmpfs_dir):
+    """The data disk: a 96 MiB tmpfs (conftest's `tmpfs_dir`)."""
+    return tmpfs_dir
+
+
+def server_with_a_backup(small_disk, tmp_path, keys):
+    """cairnd with its data on the small disk and its backups elsewhere, holding one backup of
+    `keys` keys (~2 KB each) and otherwise empty (flushed and compacted)."""
+    srv = Cairnd(["--dir", os.path.join(small_disk, "data"), "--set", f"backup-dir={tmp_path / 'backups'}",
+                  "--set", "write-buffer-size=4mb"])
+    c = srv.client()
+    backup = load(c, "a", keys, b"A")
+    backup_id = c.execute_command("BACKUP.CREATE")
+    c.flushall()
+    c.execute_command("COMPACT")
+    return srv, c, backup, backup_id
 
 
 def free_bytes(path):
@@ -273,15 +280,10 @@ def until_writable(c, timeout=30):
         time.sleep(0.05)
 
 
+@pytest.mark.parametrize("tmpfs_dir", ["96m"], indirect=True)
 def test_restore_without_room_is_refused_and_changes_nothing(small_disk, tmp_path):
-    srv = Cairnd(["--dir", os.path.join(small_disk, "data"), "--set", f"backup-dir={tmp_path / 'backups'}",
-                  "--set", "write-buffer-size=4mb"])
+    srv, c, backup, backup_id = server_with_a_backup(small_disk, tmp_path, 8000)  # ~16 MB
     try:
-        c = srv.client()
-        backup = load(c, "a", 8000, b"A")  # ~16 MB
-        backup_id = c.execute_command("BACKUP.CREATE")
-        c.flushall()
-        c.execute_command("COMPACT")
         old = load(c, "n", 200, b"N")
         filler = os.path.join(small_disk, "filler")
         subprocess.run(["fallocate", "-l", str(free_bytes(small_disk) - 10 * 1024 * 1024), filler], check=True)
@@ -302,17 +304,12 @@ def test_restore_without_room_is_refused_and_changes_nothing(small_disk, tmp_pat
         srv.cleanup()
 
 
+@pytest.mark.parametrize("tmpfs_dir", ["96m"], indirect=True)
 def test_a_disk_filling_up_during_a_restore_leaves_old_data_or_the_backup(small_disk, tmp_path):
     """Another writer takes the space while the backup is copied: the copy fails part-way or
     wins the race; either way nothing is lost and the server keeps serving."""
-    srv = Cairnd(["--dir", os.path.join(small_disk, "data"), "--set", f"backup-dir={tmp_path / 'backups'}",
-                  "--set", "write-buffer-size=4mb"])
+    srv, c, backup, backup_id = server_with_a_backup(small_disk, tmp_path, 8000)  # ~16 MB
     try:
-        c = srv.client()
-        backup = load(c, "a", 8000, b"A")  # ~16 MB
-        backup_id = c.execute_command("BACKUP.CREATE")
-        c.flushall()
-        c.execute_command("COMPACT")
         old = load(c, "n", 200, b"N")
         outcomes = []
         for attempt in range(4):
@@ -370,20 +367,15 @@ def test_a_disk_filling_up_during_a_restore_leaves_old_data_or_the_backup(small_
         srv.cleanup()
 
 
+@pytest.mark.parametrize("tmpfs_dir", ["96m"], indirect=True)
 def test_a_restore_during_a_write_load_on_a_filling_disk(small_disk, tmp_path):
     """Four clients write until the data disk is full while a restore is asked for: the restore
     is refused for lack of room and changes nothing, reads keep working, writes resume once
     space returns, nothing acknowledged is lost across a restart; with room, the restore then
     gives exactly the backup."""
     from test_disk_full import DISK_FULL, value_for
-    srv = Cairnd(["--dir", os.path.join(small_disk, "data"), "--set", f"backup-dir={tmp_path / 'backups'}",
-                  "--set", "write-buffer-size=4mb"])
+    srv, c, backup, backup_id = server_with_a_backup(small_disk, tmp_path, 6000)  # ~12 MB
     try:
-        c = srv.client()
-        backup = load(c, "a", 6000, b"A")  # ~12 MB
-        backup_id = c.execute_command("BACKUP.CREATE")
-        c.flushall()
-        c.execute_command("COMPACT")
         filler = os.path.join(small_disk, "filler")
         subprocess.run(["fallocate", "-l", str(free_bytes(small_disk) - 40 * 1024 * 1024), filler], check=True)
 
