@@ -226,7 +226,6 @@ public final class Engine: @unchecked Sendable {
             session.authenticated = false
             session.user = "default"
             session.permissions = []
-            session.record.state.withLock { $0.user = "default" }
         }
     }
 

@@ -8,10 +8,15 @@ public import Rocks
 public final class Session: @unchecked Sendable {
     public let record: ClientRecord
     public var id: Int64 { record.id }
-    /// RESP2 until `HELLO 3`.
-    public var protocolVersion: RESPVersion = .v2
+    /// RESP2 until `HELLO 3`. CLIENT LIST's `resp=` follows it from here.
+    public var protocolVersion: RESPVersion = .v2 {
+        didSet { record.state.withLock { $0.protocolVersion = protocolVersion.rawValue } }
+    }
     public var authenticated: Bool
-    public var user = "default"
+    /// CLIENT LIST's `user=` follows it from here.
+    public var user = "default" {
+        didSet { record.state.withLock { $0.user = user } }
+    }
     /// The categories `user` may run (see `AccessControl`); checked before every command.
     public var permissions: CommandCategories = .all
     /// The column family every data command acts on (`CF.USE`); the default family at first.
@@ -61,7 +66,6 @@ public final class Session: @unchecked Sendable {
         authenticated = true
         self.user = user.name
         permissions = user.categories
-        record.state.withLock { $0.user = user.name }
     }
 }
 

@@ -26,7 +26,7 @@ enum ConnectionCommands {
             s.protocolVersion = .v2
             s.family = call.engine.defaultFamily
             call.engine.logInAsDefault(s)
-            s.record.state.withLock { $0.name = ""; $0.protocolVersion = 2; $0.family = "default" }
+            s.record.state.withLock { $0.name = "" }
             out.version = .v2
             out.simpleString("RESET")
         },
@@ -112,10 +112,7 @@ enum ConnectionCommands {
         guard call.session.authenticated else { throw .noAuth }
         call.session.protocolVersion = version
         out.version = version
-        call.session.record.state.withLock {
-            $0.protocolVersion = version.rawValue
-            if let name { $0.name = Bytes.text(name) }
-        }
+        if let name { call.session.record.state.withLock { $0.name = Bytes.text(name) } }
         out.mapHeader(7)
         out.bulk("server"); out.bulk("redis")
         out.bulk("version"); out.bulk(ServerCommands.redisVersion)
