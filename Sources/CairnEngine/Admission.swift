@@ -74,30 +74,36 @@ extension Engine {
         }
     }
 
-    /// How the server may run this request together with its neighbours, when it passes the
-    /// door as it is (`Command.grouping`); nil: it runs alone through `execute` (refused
-    /// requests too, so their errors come from one place). Outside MULTI only, and never for a
-    /// request big enough to run off the worker.
-    public func grouping(_ argv: [[UInt8]], session: Session) -> Command.Grouping? {
-        guard !session.inTransaction, argv.count <= Engine.longArgumentCount,
-              case .admitted(let command) = screen(argv, session: session), let rule = command.grouping
-        else { return nil }
-        return rule(argv, session)
+    /// Which executor the server runs a request with; chosen after the door, by the command table.
+    public enum Route: Equatable {
+        /// With its neighbours (`Command.grouping`): one MultiGet, or one write batch.
+        case grouped(Command.Grouping)
+        /// Off the worker, on the long-command queue, through `execute`.
+        case long
+        /// Through `execute` on the worker (refused requests too, so their errors come from
+        /// one place).
+        case alone
     }
 
-    /// Requests with more arguments than this run off the worker (`runsLong`).
+    /// Requests with more arguments than this run off the worker (`Route.long`).
     public static let longArgumentCount = 1024
 
-    /// True for a request that may take long enough to hold up the other clients of its worker:
-    /// one with more than `longArgumentCount` arguments (a 500,000-key MSET, DEL or MGET) or a
-    /// command flagged `long` (DBSIZE, KEYS, COMPACT). The server runs it off the worker, on a
-    /// queue of its own, through `execute` like any other request; its client waits for it.
-    /// Inside MULTI a request is only queued, which is quick.
-    public func runsLong(_ argv: [[UInt8]], session: Session) -> Bool {
-        guard !session.inTransaction, let first = argv.first else { return false }
-        if argv.count > Engine.longArgumentCount { return true }
-        guard case .success(let command) = lookup(argv, first: first) else { return false }
-        return command.flags.contains(.long)
+    /// How the server runs this request, screened once: grouped when it passes the door as it
+    /// is and the table allows it; long when it has more than `longArgumentCount` arguments (a
+    /// 500,000-key MSET, DEL or MGET) or its command is flagged `long` (DBSIZE, KEYS, COMPACT),
+    /// so it would hold up the worker's other clients; otherwise alone. Inside MULTI a request
+    /// is only queued, which is quick: alone.
+    public func route(_ argv: [[UInt8]], session: Session) -> Route {
+        guard !session.inTransaction else { return .alone }
+        if argv.count > Engine.longArgumentCount { return .long }
+        guard case .admitted(let command) = screen(argv, session: session) else { return .alone }
+        if let rule = command.grouping, let kind = rule(argv, session) { return .grouped(kind) }
+        return command.flags.contains(.long) ? .long : .alone
+    }
+
+    /// The grouping `route` picks for this request, if any.
+    public func grouping(_ argv: [[UInt8]], session: Session) -> Command.Grouping? {
+        if case .grouped(let kind) = route(argv, session: session) { kind } else { nil }
     }
 
     /// Deletes `key`, found expired by a read, unless it was rewritten meanwhile, and counts it

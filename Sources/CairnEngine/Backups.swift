@@ -268,10 +268,7 @@ extension Engine {
     /// Swaps the database for the staged backup `id` (`RestoreJournal.stage` ran). Runs while
     /// no command runs (the server pauses every worker); `sessions` are every connected client's.
     func reopen(swappingIn id: UInt32, sessions: [Session]) throws(CommandError) {
-        for s in sessions { closeHandlesForRestore(s) }
-        // Every stripe's version moves, so every WATCHed transaction aborts.
-        locks.withAll {}
-        scanCursors.clear()
+        detachForSwap(sessions)
         let old = database
         do {
             try storage("closing the database for restore") {
@@ -298,10 +295,7 @@ extension Engine {
             }
         }
         do {
-            let (db, families, defaultFamily) = try Engine.openDatabase(configuration, stats: stats)
-            database = db
-            self.families.withLock { $0 = families }
-            self.defaultFamily = defaultFamily
+            install(try Engine.openDatabase(configuration, stats: stats), sessions: sessions)
         } catch {
             logger.critical("reopening the database after restore failed: \(error); every command will fail until restart")
             throw CommandError("ERR", "reopening the database after restore failed; see the server log")
@@ -309,12 +303,6 @@ extension Engine {
         // The sweep keeps only a family name and a key to resume after (no handles); restored
         // keys may carry TTLs no write announced, so it starts a fresh pass.
         expirySweep.wake()
-        for s in sessions {
-            // A family the backup does not have keeps its closed handle, so the session's
-            // commands fail until CF.USE rather than land in another family.
-            guard let family = self.family(named: s.family.name) else { continue }
-            s.family = family
-        }
         if let failure { throw failure }
         logger.notice("backup \(id) restored; serving again")
     }

@@ -73,7 +73,7 @@ public struct Command: Sendable {
         /// from EXEC could not be atomic with the rest. Redis's `no-multi`.
         public static let noTransaction = Flags(rawValue: 1 << 9)
         /// Takes time in proportion to the whole database (DBSIZE, KEYS, COMPACT): the server
-        /// runs it off the connection's worker (`Engine.runsLong`). Not shown by COMMAND.
+        /// runs it off the connection's worker (`Engine.Route.long`). Not shown by COMMAND.
         public static let long = Flags(rawValue: 1 << 10)
 
         /// Names as `COMMAND INFO` prints them.

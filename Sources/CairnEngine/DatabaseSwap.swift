@@ -1,6 +1,28 @@
 import Rocks
 
 extension Engine {
+    /// Before the database is closed to be swapped (a restore, a reopen for writing), with every
+    /// client paused: closes the sessions' snapshots and iterators (their next use gets a clear
+    /// error), moves every key-lock version so WATCHed transactions abort, forgets SCAN cursors.
+    func detachForSwap(_ sessions: [Session]) {
+        for s in sessions { closeHandlesForRestore(s) }
+        locks.withAll {}
+        scanCursors.clear()
+    }
+
+    /// Serves `opened` from now on and points each session at its family of the same name. A
+    /// session whose family the new database lacks keeps its closed handle, so its commands fail
+    /// until CF.USE rather than land in another family.
+    func install(_ opened: (Database, [String: Family], Family), sessions: [Session]) {
+        let (db, families, defaultFamily) = opened
+        database = db
+        self.families.withLock { $0 = families }
+        self.defaultFamily = defaultFamily
+        for s in sessions {
+            if let family = self.family(named: s.family.name) { s.family = family }
+        }
+    }
+
     /// Closes the database and opens it again for writing: the read-only database opened on a
     /// full disk once space has returned, or a database RocksDB stopped after a failed table
     /// file write and did not recover by itself (`why` goes to the log). True when it switched;
@@ -11,9 +33,7 @@ extension Engine {
     /// they are closed (their next use gets a clear error), SCAN cursors are forgotten and
     /// WATCHed transactions abort, as after an online restore.
     func reopenForWriting(sessions: [Session], why: String) -> Bool {
-        for s in sessions { closeHandlesForRestore(s) }
-        locks.withAll {}
-        scanCursors.clear()
+        detachForSwap(sessions)
         do {
             try database.close()
         } catch {
@@ -35,14 +55,7 @@ extension Engine {
                 return false
             }
         }
-        let (db, families, defaultFamily) = opened
-        database = db
-        self.families.withLock { $0 = families }
-        self.defaultFamily = defaultFamily
-        for s in sessions {
-            let family = self.family(named: s.family.name) ?? defaultFamily
-            s.family = family
-        }
+        install(opened, sessions: sessions)
         if switched { logger.notice("\(why): the database was reopened for writing") }
         return switched
     }

@@ -36,7 +36,8 @@ extension Engine {
         /// A counter's delta comes from the command's own rule (`Command.counting`), the one
         /// its handler uses: INCRBY's parsing and DECRBY's overflow check exist once.
         init(_ argv: [[UInt8]], engine: Engine, session: Session) {
-            guard let first = argv.first, case .success(let command) = engine.lookup(argv, first: first),
+            // SET and most MSETs are told apart by shape, without a table lookup on the hot path.
+            guard argv.count <= 3, argv[0].count >= 4, case .success(let command) = engine.lookup(argv, first: argv[0]),
                   let delta = command.delta
             else {
                 self = .set

@@ -165,21 +165,19 @@ final class Connection: @unchecked Sendable {
             guard let argv = nextRequest() else { break }
             let replyStart = base + writer.bytes.count
             writer.version = session.protocolVersion
-            switch engine.grouping(argv, session: session) {
-            case .write:
+            switch engine.route(argv, session: session) {
+            case .grouped(.write):
                 awaitingStagedWrites = true
                 worker.stage(group(from: argv, while: { engine.grouping($0, session: $1) == .write }), from: self)
-            case .read:
+            case .grouped(.read):
                 let gets = group(from: argv, while: { engine.grouping($0, session: $1) == .read }, upTo: Connection.maxGroupedGets)
                 let answered = engine.executePlainGets(gets, session: session, out: &writer, stopPast: sent + Connection.flushThreshold)
                 // The rest run after the client read these (backpressure, above).
                 heldBack.insert(contentsOf: gets[answered...], at: 0)
-            case nil:
-                if engine.runsLong(argv, session: session) {
-                    startLong(argv)
-                } else {
-                    engine.execute(argv, session: session, out: &writer)
-                }
+            case .long:
+                startLong(argv)
+            case .alone:
+                engine.execute(argv, session: session, out: &writer)
             }
             if awaitingStagedWrites || awaitingDeferred { break }
             holdRepliesForSync(from: replyStart)
@@ -258,7 +256,7 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Runs a request that would hold up the worker (`Engine.runsLong`) on the server's long
+    /// Runs a request that would hold up the worker (`Engine.Route.long`) on the server's long
     /// queue instead: the other clients of this worker go on; this one waits for its reply, as
     /// for deferred work. The session is left to that queue meanwhile (nothing here touches it
     /// until `finishDeferred`, and a close waits for it, see `close`); the long queue is paused

@@ -36,7 +36,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
     private var sweepTimer: (any DispatchSourceTimer)?
     private let walQueue = DispatchQueue(label: "cairn.wal", qos: .utility)
     private let sweepQueue = DispatchQueue(label: "cairn.expiry", qos: .utility)
-    /// Runs requests that would hold up a worker (`Engine.runsLong`), one at a time.
+    /// Runs requests that would hold up a worker (`Engine.Route.long`), one at a time.
     private let longQueue = DispatchQueue(label: "cairn.long", qos: .userInitiated)
     private let nextWorker = Atomic<Int>(0)
     private let shuttingDown = Atomic<Bool>(false)

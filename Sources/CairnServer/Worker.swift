@@ -25,7 +25,7 @@ final class Worker: @unchecked Sendable {
     let onRemoved: @Sendable () -> Void
     /// Syncs the WAL for replies held under `appendfsync always`.
     let groupCommit: GroupCommit
-    /// Where requests that would hold up this worker run (`Engine.runsLong`), shared by all.
+    /// Where requests that would hold up this worker run (`Engine.Route.long`), shared by all.
     let longQueue: DispatchQueue
 
     /// Most bytes read from one client per read event, so one busy client cannot starve the rest.

@@ -122,3 +122,12 @@ def tmpfs_dir(request):
     yield directory
     subprocess.run(["umount", "-l", directory])
     os.rmdir(directory)
+
+
+def resp_command(*args):
+    """One request as RESP bytes (a multibulk of bulk strings), for raw sockets."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)

@@ -9,6 +9,8 @@ import time
 import pytest
 import redis
 
+from conftest import resp_command
+
 
 def recv_until_closed(sock, timeout=20):
     """Everything the server sends until it closes; raises on timeout (the server hung)."""
@@ -205,11 +207,15 @@ def test_client_that_never_reads_is_closed_at_the_output_limit(fresh_server):
     srv = fresh_server("--client-output-buffer-limit", "1mb")
     c = srv.client()
     c.set("big", b"v" * (1 << 20))
+    accepted = c.info("stats")["total_connections_received"]
     hog = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
     hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     hog.sendall(b"GET big\r\n" * 2000)
+    # The hog is connected before the server registers it: wait until it was accepted, then
+    # until it is gone.
     deadline = time.time() + 30
-    while time.time() < deadline and len(c.client_list()) > 1:
+    while time.time() < deadline and (
+            c.info("stats")["total_connections_received"] <= accepted or len(c.client_list()) > 1):
         time.sleep(0.1)
     assert len(c.client_list()) == 1, "the client that never reads was closed"
     assert "over client-output-buffer-limit" in open(os.path.join(srv.directory, "cairnd.log")).read()
@@ -309,14 +315,6 @@ def test_query_buffer_limit_closes_only_that_client(fresh_server):
         assert recv_until_closed(s) == b""
         time.sleep(0.2)
     b.check()
-
-
-def resp_command(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 class Reader(threading.Thread):

@@ -153,6 +153,18 @@ def test_kill_9_during_offline_restore_leaves_old_data_or_the_backup(fresh_serve
     assert {r for _, r in seen} == {"old", "backup"}, seen
 
 
+def crashed_with_a_backup(fresh_server, tmp_path):
+    """A server killed after `make_old_and_backup`, and a restored copy of its backup made
+    offline elsewhere (what staging would hold): (server, backup id, backup, old, data dir,
+    copy dir, staging dir)."""
+    s = fresh_server()
+    backup_id, backup, old = make_old_and_backup(s.client())
+    s.stop(signal.SIGKILL)
+    data = data_dir(s)
+    copy = staged_copy(s, backup_id, str(tmp_path))
+    return s, backup_id, backup, old, data, copy, os.path.join(data, "restore-staging")
+
+
 def staged_copy(s, backup_id, tmp):
     """A restored copy of the backup, made offline elsewhere: what staging would hold."""
     target = os.path.join(tmp, "copy")
@@ -167,13 +179,7 @@ def write_journal(data, phase, backup_id, backup_directory, files=()):
 
 
 def test_startup_drops_a_restore_cut_short_while_copying(fresh_server, tmp_path):
-    s = fresh_server()
-    c = s.client()
-    backup_id, backup, old = make_old_and_backup(c)
-    s.stop(signal.SIGKILL)
-    data = data_dir(s)
-    copy = staged_copy(s, backup_id, str(tmp_path))
-    staging = os.path.join(data, "restore-staging")
+    s, backup_id, backup, old, data, copy, staging = crashed_with_a_backup(fresh_server, tmp_path)
     os.makedirs(staging)
     for name in sorted(os.listdir(copy))[:3]:  # part of the files, as a crash mid-copy leaves
         shutil.copy(os.path.join(copy, name), staging)
@@ -188,13 +194,7 @@ def test_startup_drops_a_restore_cut_short_while_copying(fresh_server, tmp_path)
 
 @pytest.mark.parametrize("moved", [0, 2, "all but CURRENT"])
 def test_startup_finishes_a_restore_cut_short_while_switching_files(fresh_server, tmp_path, moved):
-    s = fresh_server()
-    c = s.client()
-    backup_id, backup, old = make_old_and_backup(c)
-    s.stop(signal.SIGKILL)
-    data = data_dir(s)
-    copy = staged_copy(s, backup_id, str(tmp_path))
-    staging = os.path.join(data, "restore-staging")
+    s, backup_id, backup, old, data, copy, staging = crashed_with_a_backup(fresh_server, tmp_path)
     shutil.copytree(copy, staging)
     files = sorted(os.listdir(staging))
     write_journal(data, "swapping", backup_id, backup_dir(s), files)

@@ -19,12 +19,6 @@ import redis
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "Tests", "integration"))
 
 
-def resp(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
 
 
 def read_reply(f):
@@ -87,6 +81,7 @@ def main():
     a = p.parse_args()
     os.environ["CAIRND"] = os.path.abspath(os.path.join(a.bin, "cairnd"))
     import conftest
+    resp_command = conftest.resp_command
     srv = conftest.Cairnd([])
     try:
         port = srv.port
@@ -96,16 +91,16 @@ def main():
         for k in keys:
             pairs += [k, b"v" * 20]
         print(f"cairnd {os.environ['CAIRND']}, {n:,} keys per command")
-        measure(port, f"MSET {n:,} pairs", resp("MSET", *pairs))
-        measure(port, f"MGET {n:,} keys", resp("MGET", *keys))
-        measure(port, f"EXISTS {n:,} keys", resp("EXISTS", *keys))
-        measure(port, f"DEL {n:,} keys", resp("DEL", *keys))
+        measure(port, f"MSET {n:,} pairs", resp_command("MSET", *pairs))
+        measure(port, f"MGET {n:,} keys", resp_command("MGET", *keys))
+        measure(port, f"EXISTS {n:,} keys", resp_command("EXISTS", *keys))
+        measure(port, f"DEL {n:,} keys", resp_command("DEL", *keys))
         c = redis.Redis(port=port)
         for start in range(0, 2 * n, 10_000):
             c.mset({f"k:{i:08d}": "x" * 20 for i in range(start, start + 10_000)})
-        measure(port, f"DBSIZE ({2 * n:,} keys)", resp("DBSIZE"))
-        measure(port, "KEYS k:0000000*", resp("KEYS", "k:0000000*"))
-        measure(port, "COMPACT", resp("COMPACT"))
+        measure(port, f"DBSIZE ({2 * n:,} keys)", resp_command("DBSIZE"))
+        measure(port, "KEYS k:0000000*", resp_command("KEYS", "k:0000000*"))
+        measure(port, "COMPACT", resp_command("COMPACT"))
     finally:
         srv.cleanup()
 
