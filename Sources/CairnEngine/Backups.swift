@@ -294,12 +294,10 @@ extension Engine {
                 throw CommandError("ERR", "restoring backup \(id) stopped part-way; restart cairnd to finish the restore (see the server log)")
             }
         }
-        do {
-            install(try Engine.openDatabase(configuration, stats: stats), sessions: sessions)
-        } catch {
-            logger.critical("reopening the database after restore failed: \(error); every command will fail until restart")
+        guard let (opened, _) = openWritableOrReadOnly() else {
             throw CommandError("ERR", "reopening the database after restore failed; see the server log")
         }
+        install(opened, sessions: sessions)
         // The sweep keeps only a family name and a key to resume after (no handles); restored
         // keys may carry TTLs no write announced, so it starts a fresh pass.
         expirySweep.wake()

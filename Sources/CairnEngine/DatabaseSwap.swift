@@ -40,23 +40,28 @@ extension Engine {
             logger.error("closing the database to reopen it failed: \(error)")
             return false
         }
-        var switched = true
-        let opened: (Database, [String: Family], Family)
+        guard let (opened, writable) = openWritableOrReadOnly() else { return false }
+        install(opened, sessions: sessions)
+        if writable { logger.notice("\(why): the database was reopened for writing") }
+        return writable
+    }
+
+    /// Opens the closed database for writing or, when that fails (a full disk: opening writes a
+    /// new manifest and log), read-only until the disk guard sees space again. Nil (logged) when
+    /// it cannot be opened at all. `writable` tells which.
+    func openWritableOrReadOnly() -> (opened: (Database, [String: Family], Family), writable: Bool)? {
         do {
-            opened = try Engine.openDatabase(configuration, stats: stats)
+            return (try Engine.openDatabase(configuration, stats: stats), true)
         } catch {
             logger.error("opening the database for writing failed: \(error); opening it read-only")
-            switched = false
-            do {
-                opened = try Engine.openDatabase(configuration, stats: stats, readOnly: true)
-                diskGuard.openedReadOnly()
-            } catch {
-                logger.critical("reopening the database read-only failed too: \(error); every command will fail until restart")
-                return false
-            }
         }
-        install(opened, sessions: sessions)
-        if switched { logger.notice("\(why): the database was reopened for writing") }
-        return switched
+        do {
+            let opened = try Engine.openDatabase(configuration, stats: stats, readOnly: true)
+            diskGuard.openedReadOnly()
+            return (opened, false)
+        } catch {
+            logger.critical("opening the database read-only failed too: \(error); every command will fail until restart")
+            return nil
+        }
     }
 }

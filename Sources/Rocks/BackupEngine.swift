@@ -26,11 +26,15 @@ public final class BackupEngine: @unchecked Sendable {
     }
 
     public static func open(at directory: String) throws -> BackupEngine {
+        BackupEngine(raw: try openRaw(at: directory), directory: directory)
+    }
+
+    private static func openRaw(at directory: String) throws -> OpaquePointer {
         let opts = rocksdb_options_create()
         defer { rocksdb_options_destroy(opts) }
         let be = try rocksCall { err in rocksdb_backup_engine_open(opts, directory, err) }
         guard let be else { throw StorageError(code: .unknown, message: "no backup engine for \(directory)") }
-        return BackupEngine(raw: be, directory: directory)
+        return be
     }
 
     private func withEngine<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
@@ -80,17 +84,27 @@ public final class BackupEngine: @unchecked Sendable {
     }
 
     /// Restores backup `id` (nil = the latest) into `dbDirectory`, which must not be open.
+    /// When it throws, nothing is writing into `dbDirectory` any more.
     public func restore(_ id: UInt32? = nil, toDatabaseAt dbDirectory: String, walDirectory: String? = nil) throws {
-        try withEngine { be in
+        try lock.withLock {
+            guard let be = raw else { throw StorageError(code: .closed, message: "the backup engine is closed") }
             let ro = rocksdb_restore_options_create()
             defer { rocksdb_restore_options_destroy(ro) }
             let wal = walDirectory ?? dbDirectory
-            try rocksCall { err in
-                if let id {
-                    rocksdb_backup_engine_restore_db_from_backup(be, dbDirectory, wal, ro, id, err)
-                } else {
-                    rocksdb_backup_engine_restore_db_from_latest_backup(be, dbDirectory, wal, ro, err)
+            do {
+                try rocksCall { err in
+                    if let id {
+                        rocksdb_backup_engine_restore_db_from_backup(be, dbDirectory, wal, ro, id, err)
+                    } else {
+                        rocksdb_backup_engine_restore_db_from_latest_backup(be, dbDirectory, wal, ro, err)
+                    }
                 }
+            } catch {
+                // RocksDB returns at the first file that failed while its copier thread goes on
+                // through the files queued after it. Closing the engine joins that thread.
+                rocksdb_backup_engine_close(be)
+                raw = try? Self.openRaw(at: directory)
+                throw error
             }
         }
     }

@@ -57,6 +57,42 @@ import Testing
         #expect(throws: StorageError.self) { try engine.verify(info.id) }
     }
 
+    /// RocksDB's restore returns at the first file that fails while its copier thread still
+    /// works through the files queued after it; once `restore` has thrown, nothing may still be
+    /// writing into the directory (the caller is about to remove it).
+    @Test func aFailedRestoreHasStoppedWritingWhenItThrows() throws {
+        let dir = TemporaryDirectory()
+        let db = try Database.open(at: dir.sub("db"), options: testOptions())
+        var rng = SystemRandomNumberGenerator()
+        for table in 0..<6 {
+            for i in 0..<40 {  // incompressible, so each table is about 2.5 MB
+                let words = (0..<8192).map { _ in rng.next() }
+                try db.put(b("t\(table)-\(i)"), words.withUnsafeBytes { Array($0) })
+            }
+            try db.flush()
+        }
+        let engine = try BackupEngine.open(at: dir.sub("backups"))
+        let info = try engine.createBackup(of: db)
+        try db.close()
+        let tables = try FileManager.default.contentsOfDirectory(atPath: dir.sub("db")).filter { $0.hasSuffix(".sst") }.sorted()
+        #expect(tables.count >= 6)
+        // A non-empty directory where the first table goes makes its copy fail.
+        let target = dir.sub("restored")
+        try FileManager.default.createDirectory(atPath: target + "/" + tables[0] + "/in-the-way", withIntermediateDirectories: true)
+        #expect(throws: StorageError.self) { try engine.restore(info.id, toDatabaseAt: target) }
+        let size = { (name: String) -> Int in
+            ((try? FileManager.default.attributesOfItem(atPath: target + "/" + name))?[.size] as? Int) ?? -1
+        }
+        let before = tables.dropFirst().map(size)
+        usleep(300_000)
+        #expect(tables.dropFirst().map(size) == before, "files still changing after restore threw")
+        // The engine still works after the failure.
+        try FileManager.default.removeItem(atPath: target)
+        try engine.restore(info.id, toDatabaseAt: target)
+        let restored = try Database.open(at: target, options: testOptions())
+        #expect(try restored.get(b("t5-39"))?.count == 65536)
+    }
+
     @Test func checkpointOpensReadOnly() throws {
         let dir = TemporaryDirectory()
         let db = try Database.open(at: dir.sub("db"), options: testOptions())

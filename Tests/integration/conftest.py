@@ -70,12 +70,13 @@ class Cairnd:
         self.start()
 
     def cleanup(self):
-        if self.process and self.process.poll() is not None and self.process.returncode != 0:
-            # It died on its own: show why (pytest prints this with the failing test).
+        if self.process:
+            # pytest shows this only with a failing test: how cairnd saw it.
             self.log.flush()
             with open(os.path.join(self.directory, "cairnd.log"), "rb") as f:
                 tail = f.read()[-4000:].decode(errors="replace")
-            print(f"cairnd exited with {self.process.returncode}; the end of its log:\n{tail}", file=sys.stderr)
+            status = "running" if self.process.poll() is None else f"exited with {self.process.returncode}"
+            print(f"cairnd {status}; the end of its log:\n{tail}", file=sys.stderr)
         self.stop(signal.SIGKILL)
         shutil.rmtree(self.directory, ignore_errors=True)
 
