@@ -27,6 +27,7 @@ public struct CommandTable: Sendable {
         StringCommands.all,
         KeyCommands.all,
         TransactionCommands.all,
+        HashCommands.all,
         ServerCommands.all,
         FamilyCommands.all,
         SnapshotCommands.all,

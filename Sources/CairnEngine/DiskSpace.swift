@@ -234,7 +234,7 @@ extension Engine {
     /// What RocksDB estimates its pending compactions will rewrite, over every family.
     var pendingCompactionBytes: Int {
         let db = database
-        let families = allFamilies.map(\.handle) + [db.family(named: Engine.metaFamilyName)].compactMap { $0 }
+        let families = allFamilies.map(\.handle) + Engine.hiddenFamilyNames.compactMap { db.family(named: $0) }
         return families.reduce(0) { sum, f in
             sum + Int(clamping: db.integerProperty("rocksdb.estimate-pending-compaction-bytes", in: f) ?? 0)
         }

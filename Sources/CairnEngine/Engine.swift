@@ -42,6 +42,11 @@ public final class Engine: @unchecked Sendable {
 
     /// The family that records which merge operator each family uses.
     static let metaFamilyName = "cairn.meta"
+    /// The family holding the members of every family's hashes, sets, sorted sets and lists
+    /// (`MemberKeys`); hidden like `metaFamilyName`.
+    static let membersFamilyName = "cairn.members"
+    /// Versions for new collections (`CollectionMetadata.version`).
+    let collectionVersions = VersionClock()
 
     /// Opens (creating if needed) the database in `configuration.dir`.
     public init(configuration: Configuration, logger: Logger) throws {
@@ -87,10 +92,19 @@ public final class Engine: @unchecked Sendable {
         return o
     }
 
-    /// Every family's options: the engine's merge operator and the expiry compaction filter.
-    /// `stats`, when given, counts the expired values compaction drops.
+    /// Every family's options: the engine's merge operator and the expiry compaction filter;
+    /// the members family's: its own compaction filter (`MembersCompactionFilter`, given
+    /// `liveness`). `stats`, when given, counts the expired values compaction drops.
     package static func familyOptions(_ name: String, stats: EngineStats? = nil) -> ColumnFamilyOptions {
+        familyOptions(name, stats: stats, liveness: nil)
+    }
+
+    static func familyOptions(_ name: String, stats: EngineStats? = nil, liveness: CollectionLiveness?) -> ColumnFamilyOptions {
         var o = ColumnFamilyOptions()
+        if name == membersFamilyName {
+            if let liveness { o.compactionFilterFactory = MembersCompactionFilterFactory(liveness: liveness) }
+            return o
+        }
         o.mergeOperator = EngineMergeOperator()
         // APPEND and MERGE write operands; a key appended to many times would otherwise make
         // every read (and APPEND's own length check) fold all of them.
@@ -104,18 +118,25 @@ public final class Engine: @unchecked Sendable {
         try refuseHalfADatabase(c.dir)
         var options = databaseOptions(c)
         options.readOnly = readOnly
-        let db = try Database.open(at: c.dir, options: options) { familyOptions($0, stats: stats) }
+        let liveness = CollectionLiveness()
+        let db = try Database.open(at: c.dir, options: options) { familyOptions($0, stats: stats, liveness: liveness) }
         let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)
+        let members = try db.family(named: membersFamilyName)
+            ?? db.createFamily(named: membersFamilyName, options: familyOptions(membersFamilyName, liveness: liveness))
+        liveness.attach(db)
         var families: [String: Family] = [:]
-        for handle in db.families where handle.name != metaFamilyName {
+        for handle in db.families where !hiddenFamilyNames.contains(handle.name) {
             let op = try db.get(Array("family:\(handle.name)".utf8), in: meta).map { Bytes.text($0) }
-            families[handle.name] = Family(name: handle.name, handle: handle, mergeOperator: op?.isEmpty == false ? op : nil)
+            families[handle.name] = Family(name: handle.name, handle: handle, mergeOperator: op?.isEmpty == false ? op : nil, members: members)
         }
         guard let defaultFamily = families["default"] else {
             throw StorageError(code: .corruption, message: "the database has no default column family")
         }
         return (db, families, defaultFamily)
     }
+
+    /// Families Cairn keeps for itself: not listed, not usable by CF.USE, not creatable.
+    static let hiddenFamilyNames: Set<String> = [metaFamilyName, membersFamilyName]
 
     /// Closes the database. The server calls this at shutdown, after the last command ran.
     ///
@@ -309,9 +330,11 @@ public final class Engine: @unchecked Sendable {
                     var hits = 0
                     for value in values {
                         if answered > 0 && out.bytes.count > stopPast { break }
-                        if let payload = ValueFormat.livePayload(of: value, now: now) {
+                        if let payload = ValueFormat.liveString(of: value, now: now) {
                             out.bulk(payload)
                             hits += 1
+                        } else if ValueFormat.livePayload(of: value, now: now) != nil {
+                            reply(.wrongType, to: &out)  // a collection
                         } else {
                             if value != nil { expired.append(requests[answered][1]) }
                             out.null()

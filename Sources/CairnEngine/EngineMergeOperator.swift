@@ -19,6 +19,9 @@ public struct EngineMergeOperator: MergeOperator {
         var expiresAt: Int64? = nil
         var current: [UInt8]? = nil
         if let existing, let header = ValueFormat.header(of: existing), !header.isExpired(now: clock()) {
+            // MERGE does not read, so it can reach a hash, set, sorted set or list: those stay
+            // as they are (docs/commands.md).
+            if header.type != ValueFormat.stringType { return Array(existing) }
             expiresAt = header.expiresAt
             current = Array(UnsafeRawBufferPointer(rebasing: existing[header.payloadOffset...]))
         }

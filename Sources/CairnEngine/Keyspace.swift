@@ -1,7 +1,14 @@
 import Rocks
 
-/// A live value as handlers see it: the payload and its expiry.
+/// A live string value as handlers see it: the payload and its expiry.
 struct StoredValue {
+    var payload: [UInt8]
+    var expiresAt: Int64?
+}
+
+/// A live value of any type: a string's bytes or a collection's metadata (`CollectionMetadata`).
+struct StoredEntry {
+    var type: KeyType
     var payload: [UInt8]
     var expiresAt: Int64?
 }
@@ -81,16 +88,20 @@ extension Call {
         try locked([key], body)
     }
 
-    /// Calls `body` with the live payload of `key`, or nil when missing or expired.
-    /// Zero-copy outside transactions: the buffer is RocksDB's pinned value.
-    func withPayload<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?, Int64?) throws(CommandError) -> R) throws(CommandError) -> R {
+    /// Calls `body` with the type, payload and expiry of `key`'s live value, or nils when it is
+    /// missing or expired (or of a type this version does not know). Any type: key commands
+    /// (TYPE, TTL, EXPIRE...) and the collection helpers read through it. Zero-copy outside
+    /// transactions: the buffer is RocksDB's pinned value.
+    func withStored<R>(_ key: [UInt8], _ body: (KeyType?, UnsafeRawBufferPointer?, Int64?) throws(CommandError) -> R) throws(CommandError) -> R {
         if let tx = session.transaction, let staged = tx.staged(key, in: family.name) {
-            guard let staged else { return try body(nil, nil) }
+            guard let staged else { return try body(nil, nil, nil) }
             let now = now
             let result = staged.withUnsafeBytes { raw in
                 Result { () throws(CommandError) -> R in
-                    guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return try body(nil, nil) }
-                    return try body(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
+                    guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now), let type = KeyType(rawValue: h.type) else {
+                        return try body(nil, nil, nil)
+                    }
+                    return try body(type, UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
                 }
             }
             return try result.get()
@@ -100,16 +111,47 @@ extension Call {
         let readOptions = self.readOptions
         let result: R = try engine.storage("read") {
             try database.withValue(forKey: key, in: handle, options: readOptions) { raw throws -> R in
-                guard let raw, let h = ValueFormat.header(of: raw) else { return try body(nil, nil) }
+                guard let raw, let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else { return try body(nil, nil, nil) }
                 if h.isExpired(now: now) {
                     expired = true
-                    return try body(nil, nil)
+                    return try body(nil, nil, nil)
                 }
-                return try body(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
+                return try body(type, UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
             }
         }
         if expired && session.readSnapshot == nil { reapExpired(key) }
         return result
+    }
+
+    /// Calls `body` with the live string payload of `key`, or nil when missing or expired;
+    /// WRONGTYPE when the key holds a collection.
+    func withPayload<R>(_ key: [UInt8], _ body: (UnsafeRawBufferPointer?, Int64?) throws(CommandError) -> R) throws(CommandError) -> R {
+        try withStored(key) { (type: KeyType?, payload: UnsafeRawBufferPointer?, expiresAt: Int64?) throws(CommandError) -> R in
+            if let type, type != .string { throw .wrongType }
+            return try body(payload, expiresAt)
+        }
+    }
+
+    /// The live value of `key` whatever its type, copied: what RENAME, COPY, EXPIRE and
+    /// PERSIST carry over.
+    func readEntry(_ key: [UInt8]) throws(CommandError) -> StoredEntry? {
+        try withStored(key) { type, payload, expiresAt in
+            guard let type, let payload else { return nil }
+            return StoredEntry(type: type, payload: Array(payload), expiresAt: expiresAt)
+        }
+    }
+
+    /// Stores a value of any type, as `readEntry` gave it (with a new expiry, say).
+    func writeEntry(_ key: [UInt8], _ entry: StoredEntry) throws(CommandError) {
+        if entry.type == .string { return try write(key, entry.payload, expiresAt: entry.expiresAt) }
+        try put(key, stored: Self.encode(entry), expiresAt: entry.expiresAt)
+    }
+
+    static func encode(_ entry: StoredEntry) -> [UInt8] {
+        var out: [UInt8] = []
+        ValueFormat.appendHeader(to: &out, type: entry.type.rawValue, expiresAt: entry.expiresAt)
+        out += entry.payload
+        return out
     }
 
     /// The live value of `key`, copied.
@@ -122,13 +164,18 @@ extension Call {
     /// The live payloads of several keys, read at one sequence number (RocksDB's MultiGet), so
     /// a concurrent EXEC is seen whole or not at all, as Redis's MGET promises.
     func readMany(_ keys: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
-        if session.transaction != nil { return try keys.map { (k: [UInt8]) throws(CommandError) -> [UInt8]? in try read(k)?.payload } }
+        if session.transaction != nil {
+            return try keys.map { (k: [UInt8]) throws(CommandError) -> [UInt8]? in
+                try readEntry(k).flatMap { $0.type == .string ? $0.payload : nil }
+            }
+        }
         let handle = family.handle
         let options = readOptions
         let now = now
         return try engine.storage("MGET") {
             try database.withValues(forKeys: keys, in: handle, options: options) { values in
-                values.map { ValueFormat.livePayload(of: $0, now: now).map { Array($0) } }
+                // MGET answers nil for a key of another type, as Redis does.
+                values.map { v in ValueFormat.liveString(of: v, now: now).map { Array($0) } }
             }
         }
     }
@@ -147,13 +194,18 @@ extension Call {
         }
     }
 
+    /// Whether `key` holds a live value of any type.
     func exists(_ key: [UInt8]) throws(CommandError) -> Bool {
-        try withPayload(key) { payload, _ in payload != nil }
+        try withStored(key) { type, _, _ in type != nil }
     }
 
     /// Stores a string value.
     func write(_ key: [UInt8], _ payload: some Collection<UInt8>, expiresAt: Int64? = nil) throws(CommandError) {
-        let stored = ValueFormat.encode(payload, expiresAt: expiresAt)
+        try put(key, stored: ValueFormat.encode(payload, expiresAt: expiresAt), expiresAt: expiresAt)
+    }
+
+    /// Stores an encoded value (header included) under `key`.
+    private func put(_ key: [UInt8], stored: [UInt8], expiresAt: Int64?) throws(CommandError) {
         if let expiresAt { engine.expirySweep.noteExpiringWrite(expiresAt: expiresAt) }
         if let tx = session.transaction {
             tx.batch.put(key, stored, in: family.handle)
@@ -206,7 +258,7 @@ extension Call {
 
     /// Visits live keys of the current family in order from `start`, while `body` returns true.
     /// Reads the database directly (not a transaction's staged writes).
-    func forEachKey(from start: [UInt8] = [], prefix: [UInt8] = [], _ body: ([UInt8], Int64?) throws(CommandError) -> Bool) throws(CommandError) {
+    func forEachKey(from start: [UInt8] = [], prefix: [UInt8] = [], _ body: ([UInt8], Int64?, KeyType) throws(CommandError) -> Bool) throws(CommandError) {
         let handle = family.handle
         let now = now
         var options = readOptions
@@ -221,13 +273,13 @@ extension Call {
             try database.withCursor(in: handle, options: options) { cursor in
                 if seekKey.isEmpty { cursor.seekToFirst() } else { cursor.seek(seekKey) }
                 while cursor.isValid {
-                    let expiresAt: Int64?? = cursor.withValue { raw in
-                        guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return nil }
-                        return .some(h.expiresAt)
+                    let live: (expiresAt: Int64?, type: KeyType)? = cursor.withValue { raw in
+                        guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now), let type = KeyType(rawValue: h.type) else { return nil }
+                        return (h.expiresAt, type)
                     }
-                    if let expiresAt {
+                    if let live {
                         do throws(CommandError) {
-                            if try !body(cursor.key, expiresAt) { return }
+                            if try !body(cursor.key, live.expiresAt, live.type) { return }
                         } catch {
                             failure = error
                             return

@@ -78,7 +78,7 @@ public enum OfflineTools {
         read.verifyChecksums = true
         read.fillCache = false
         var reports: [FamilyReport] = []
-        for family in db.families.sorted(by: { $0.name < $1.name }) where family.name != Engine.metaFamilyName {
+        for family in db.families.sorted(by: { $0.name < $1.name }) where !Engine.hiddenFamilyNames.contains(family.name) {
             var report = FamilyReport(name: family.name, keys: 0, expired: 0, mergeOperator: nil)
             if let meta, let op = try db.get(Array("family:\(family.name)".utf8), in: meta), !op.isEmpty {
                 report.mergeOperator = Bytes.text(op)

@@ -131,6 +131,8 @@ extension Engine {
     private struct Current {
         var payload: [UInt8]?
         var expiresAt: Int64?
+        /// The key holds a collection: INCR answers WRONGTYPE.
+        var isCollection = false
     }
 
     /// One write batch of `groups`, or why it failed.
@@ -173,6 +175,7 @@ extension Engine {
                         case .increment(let key, let delta):
                             let slot = FamilyKey(family: ObjectIdentifier(family), key: key)
                             let old = current[slot] ?? Current()
+                            if old.isCollection { return .error(.wrongType) }
                             switch delta.flatMap({ Engine.increment(old.payload, by: $0) }) {
                             case .failure(let e): return .error(e)
                             case .success(let value):
@@ -207,6 +210,7 @@ extension Engine {
                 try database.withValues(forKeys: keys, in: c.family.handle) { values in
                     values.map { raw -> Current in
                         guard let raw, let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return Current() }
+                        if h.type != ValueFormat.stringType { return Current(isCollection: true) }
                         return Current(payload: Array(raw[h.payloadOffset...]), expiresAt: h.expiresAt)
                     }
                 }

@@ -72,6 +72,12 @@ public enum ValueFormat {
         return UnsafeRawBufferPointer(rebasing: value[h.payloadOffset...])
     }
 
+    /// `livePayload` for a string only: nil for a collection's metadata (MGET, grouped GETs).
+    public static func liveString(of value: UnsafeRawBufferPointer?, now: Int64) -> UnsafeRawBufferPointer? {
+        guard let value, let h = header(of: value), h.type == stringType, !h.isExpired(now: now) else { return nil }
+        return UnsafeRawBufferPointer(rebasing: value[h.payloadOffset...])
+    }
+
     /// The payload of a stored value (a copy), or nil when the value is not a Cairn value.
     public static func payload(of value: [UInt8]) -> [UInt8]? {
         guard let h = header(of: value) else { return nil }

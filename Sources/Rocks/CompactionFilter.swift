@@ -17,6 +17,40 @@ public protocol CompactionFilter: Sendable {
     func filter(level: Int, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> CompactionDecision
 }
 
+/// Makes a compaction filter for each compaction, so a filter can keep state (a cache) for
+/// the length of one compaction without locking: RocksDB runs each filter on one thread.
+public protocol CompactionFilterFactory: Sendable {
+    var name: String { get }
+    func makeFilter() -> any CompactionFilter
+}
+
+/// Owns the Swift factory and its C name; RocksDB's options own the C factory, and each filter
+/// it makes is owned (and destroyed) by the compaction that asked for it.
+final class CompactionFilterFactoryBox {
+    let factory: any CompactionFilterFactory
+    let name: UnsafeMutablePointer<CChar>
+
+    init(_ factory: any CompactionFilterFactory) {
+        self.factory = factory
+        self.name = strdup(factory.name)
+    }
+
+    deinit { free(name) }
+
+    static func make(_ factory: any CompactionFilterFactory) -> OpaquePointer {
+        let state = Unmanaged.passRetained(CompactionFilterFactoryBox(factory)).toOpaque()
+        return rocksdb_compactionfilterfactory_create(
+            state,
+            { state in Unmanaged<CompactionFilterFactoryBox>.fromOpaque(state!).release() },
+            { state, _ in
+                let box = Unmanaged<CompactionFilterFactoryBox>.fromOpaque(state!).takeUnretainedValue()
+                return CompactionFilterBox.make(box.factory.makeFilter())
+            },
+            { state in UnsafePointer(Unmanaged<CompactionFilterFactoryBox>.fromOpaque(state!).takeUnretainedValue().name) }
+        )
+    }
+}
+
 /// Owns the Swift filter and its C name. Unlike merge operators, RocksDB does not own a C
 /// compaction filter: the database destroys it after closing.
 final class CompactionFilterBox {

@@ -188,7 +188,10 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         rocksdb_block_based_options_destroy(table)
         if let m = f.mergeOperator { rocksdb_options_set_merge_operator(opts, MergeOperatorBox.make(m)) }
         if f.maxSuccessiveMerges > 0 { rocksdb_options_set_max_successive_merges(opts, f.maxSuccessiveMerges) }
-        if let c = f.compactionFilter {
+        if let factory = f.compactionFilterFactory {
+            // The options take ownership of the C factory.
+            rocksdb_options_set_compaction_filter_factory(opts, CompactionFilterFactoryBox.make(factory))
+        } else if let c = f.compactionFilter {
             let filter = CompactionFilterBox.make(c)
             rocksdb_options_set_compaction_filter(opts, filter)
             owned.filters.append(filter)

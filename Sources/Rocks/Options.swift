@@ -70,6 +70,8 @@ public struct DatabaseOptions: Sendable {
 public struct ColumnFamilyOptions: Sendable {
     public var mergeOperator: (any MergeOperator)? = nil
     public var compactionFilter: (any CompactionFilter)? = nil
+    /// A filter per compaction (for filters with state); used instead of `compactionFilter`.
+    public var compactionFilterFactory: (any CompactionFilterFactory)? = nil
     public var compression: Compression? = nil
     public var bloomBitsPerKey: Double? = nil
     public var blockSize: Int? = nil

@@ -70,7 +70,7 @@ class Cairnd:
         self.start()
 
     def cleanup(self):
-        if self.process:
+        if self.process and os.path.isdir(self.directory):
             # pytest shows this only with a failing test: how cairnd saw it.
             self.log.flush()
             with open(os.path.join(self.directory, "cairnd.log"), "rb") as f:

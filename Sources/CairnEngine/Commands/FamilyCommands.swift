@@ -23,6 +23,9 @@ enum FamilyCommands {
             try engine.locks.withAll { () throws(CommandError) in
                 try engine.storage("CF.DROP") {
                     try engine.database.dropFamily(family.handle)
+                    // Its collections' members: one range tombstone (compaction reclaims them).
+                    let range = MemberKeys.familyRange(name)
+                    try engine.database.deleteRange(from: range.lower, to: range.upper, in: family.members, options: engine.writeOptions)
                     if let meta = engine.database.family(named: Engine.metaFamilyName) {
                         try engine.database.delete(Array("family:\(name)".utf8), in: meta, options: WriteOptions(sync: true))
                     }
@@ -100,7 +103,7 @@ enum FamilyCommands {
 
     static func create(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
         let name = call.text(1)
-        guard !name.isEmpty, name != Engine.metaFamilyName, !name.contains(where: { $0 == " " || $0 == "\n" }) else {
+        guard !name.isEmpty, !Engine.hiddenFamilyNames.contains(name), name.utf8.count <= 255, !name.contains(where: { $0 == " " || $0 == "\n" }) else {
             throw CommandError("ERR", "invalid column family name '\(name)'")
         }
         var options = Engine.familyOptions(name, stats: call.engine.stats)
@@ -139,7 +142,7 @@ enum FamilyCommands {
             }
             return handle
         }
-        engine.registerFamily(Family(name: name, handle: handle, mergeOperator: merge?.name))
+        engine.registerFamily(Family(name: name, handle: handle, mergeOperator: merge?.name, members: engine.defaultFamily.members))
         out.simpleString("OK")
     }
 }

@@ -24,7 +24,7 @@ enum KeyCommands {
         },
         Command("type", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "generic",
                 summary: "Determines the type of value stored at a key.", arguments: "key") { call, out throws(CommandError) in
-            out.simpleString(try call.exists(call[1]) ? "string" : "none")
+            out.simpleString(try call.withStored(call[1]) { type, _, _ in type?.name ?? "none" })
         },
         Command("rename", arity: 3, flags: [.write], keys: (1, 2, 1), group: "generic",
                 summary: "Renames a key and overwrites the destination.", arguments: "key newkey") { call, out throws(CommandError) in
@@ -41,7 +41,7 @@ enum KeyCommands {
                 summary: "Returns all key names that match a pattern.", arguments: "pattern") { call, out throws(CommandError) in
             let pattern = call[1]
             var found: [[UInt8]] = []
-            try call.forEachKey(prefix: Glob.literalPrefix(pattern)) { key, _ in
+            try call.forEachKey(prefix: Glob.literalPrefix(pattern)) { key, _, _ in
                 if Glob.matches(pattern, key) { found.append(key) }
                 return true
             }
@@ -56,7 +56,7 @@ enum KeyCommands {
         Command("dbsize", arity: 1, flags: [.readonly, .fast, .long], group: "server",
                 summary: "Returns the number of keys in the database.") { call, out throws(CommandError) in
             var n = 0
-            try call.forEachKey { _, _ in n += 1; return true }
+            try call.forEachKey { _, _, _ in n += 1; return true }
             out.integer(n)
         },
         Command("flushdb", arity: -1, flags: [.write, .admin], group: "server",
@@ -79,8 +79,9 @@ enum KeyCommands {
         Command("persist", arity: 2, flags: [.write, .fast], keys: (1, 1, 1), group: "generic", since: "2.2.0",
                 summary: "Removes the expiration time of a key.", arguments: "key") { call, out throws(CommandError) in
             let changed = try call.locked(call[1]) { () throws(CommandError) -> Bool in
-                guard let old = try call.read(call[1]), old.expiresAt != nil else { return false }
-                try call.write(call[1], old.payload)
+                guard var entry = try call.readEntry(call[1]), entry.expiresAt != nil else { return false }
+                entry.expiresAt = nil
+                try call.writeEntry(call[1], entry)
                 return true
             }
             out.integer(changed ? 1 : 0)
@@ -121,24 +122,49 @@ enum KeyCommands {
     static func rename(_ call: Call, onlyIfNew: Bool) throws(CommandError) -> Bool {
         let (from, to) = (call[1], call[2])
         return try call.locked([from, to]) { () throws(CommandError) -> Bool in
-            guard let value = try call.read(from) else { throw .noSuchKey }
+            guard let entry = try call.readEntry(from) else { throw .noSuchKey }
             if from == to { return !onlyIfNew }
             if onlyIfNew, try call.exists(to) { return false }
-            if let tx = call.session.transaction {
-                _ = tx
-                try call.write(to, value.payload, expiresAt: value.expiresAt)
-                try call.remove(from)
-            } else {
-                var batch = WriteBatch()
-                batch.put(to, ValueFormat.encode(value.payload, expiresAt: value.expiresAt), in: call.family.handle)
-                batch.delete(from, in: call.family.handle)
-                let options = call.engine.writeOptions
-                try call.engine.storage("rename") { try call.database.write(batch, options: options) }
-                call.engine.locks.changed(to, in: call.family)
-                call.engine.locks.changed(from, in: call.family)
-            }
+            try place(call, entry, of: from, at: to, removingSource: true)
             return true
         }
+    }
+
+    /// Writes `entry` (read from `from`) at `to`, replacing what `to` holds, in one batch with
+    /// the deletion of `from` when `removingSource`. A collection's members are copied under a
+    /// new version: O(members), unlike Redis's O(1) RENAME (documented).
+    static func place(_ call: Call, _ entry: StoredEntry, of from: [UInt8], at to: [UInt8], removingSource: Bool) throws(CommandError) {
+        guard let meta = CollectionMetadata(type: entry.type, payload: entry.payload, expiresAt: entry.expiresAt) else {
+            if let tx = call.session.transaction {
+                _ = tx
+                try call.write(to, entry.payload, expiresAt: entry.expiresAt)
+                if removingSource { try call.remove(from) }
+                return
+            }
+            var batch = WriteBatch()
+            batch.put(to, ValueFormat.encode(entry.payload, expiresAt: entry.expiresAt), in: call.family.handle)
+            if removingSource { batch.delete(from, in: call.family.handle) }
+            let options = call.engine.writeOptions
+            try call.engine.storage("rename") { try call.database.write(batch, options: options) }
+            call.engine.locks.changed(to, in: call.family)
+            if removingSource { call.engine.locks.changed(from, in: call.family) }
+            return
+        }
+        if let at = meta.expiresAt { call.engine.expirySweep.noteExpiringWrite(expiresAt: at) }
+        var copy = call.fresh(to, entry.type)
+        copy.meta.size = meta.size
+        copy.meta.head = meta.head
+        copy.meta.tail = meta.tail
+        copy.meta.expiresAt = meta.expiresAt
+        for tag in [MemberKeys.Tag.member, .score] {
+            try call.scanMembers(meta, of: from, tag) { sub, value in
+                copy.put(tag, sub, value)
+                return true
+            }
+        }
+        var source = CollectionChange(key: from, meta: meta, family: call.family.name, existed: true)
+        source.meta.size = 0  // deletes its metadata; its members become unreachable
+        try call.commit(removingSource ? [copy, source] : [copy])
     }
 
     static func copy(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
@@ -159,9 +185,9 @@ enum KeyCommands {
         // Redis checks this before looking the source up, so a missing key errs too.
         guard from != to else { throw CommandError("ERR", "source and destination objects are the same") }
         let copied = try call.locked([from, to]) { () throws(CommandError) -> Bool in
-            guard let value = try call.read(from) else { return false }
+            guard let entry = try call.readEntry(from) else { return false }
             if !replace, try call.exists(to) { return false }
-            try call.write(to, value.payload, expiresAt: value.expiresAt)
+            try place(call, entry, of: from, at: to, removingSource: false)
             return true
         }
         out.integer(copied ? 1 : 0)
@@ -200,15 +226,16 @@ enum KeyCommands {
         var last: [UInt8]? = nil
         var more = false
         let prefix = pattern.map(Glob.literalPrefix) ?? []
-        let wantStrings = typeFilter.map { $0.isKeyword("STRING") } ?? true
-        try call.forEachKey(from: start, prefix: prefix) { key, _ in
+        // An unknown type matches nothing, as in Redis.
+        let wanted: KeyType?? = typeFilter.map { KeyType(name: $0) }
+        try call.forEachKey(from: start, prefix: prefix) { key, _, type in
             if visited == count {
                 more = true
                 return false
             }
             visited += 1
             last = key
-            if wantStrings, pattern.map({ Glob.matches($0, key) }) ?? true { found.append(key) }
+            if wanted.map({ $0 == type }) ?? true, pattern.map({ Glob.matches($0, key) }) ?? true { found.append(key) }
             return true
         }
         out.arrayHeader(2)
@@ -226,8 +253,8 @@ enum KeyCommands {
         var probe = [UInt8](repeating: 0, count: 8)
         for i in probe.indices { probe[i] = UInt8.random(in: 0...255) }
         var found: [UInt8]? = nil
-        try call.forEachKey(from: probe) { key, _ in found = key; return false }
-        if found == nil { try call.forEachKey { key, _ in found = key; return false } }
+        try call.forEachKey(from: probe) { key, _, _ in found = key; return false }
+        if found == nil { try call.forEachKey { key, _, _ in found = key; return false } }
         if let found { out.bulk(found) } else { out.null() }
     }
 
@@ -265,6 +292,8 @@ enum KeyCommands {
                 let staged = tx.endPastStagedKeys(in: family.name)
                 if let end = [last.map { $0 + [0] }, staged].compactMap({ $0 }).max(by: { $0.lexicographicallyPrecedes($1) }) {
                     tx.batch.deleteRange(from: [], to: end, in: handle)
+                    let members = MemberKeys.familyRange(family.name)
+                    tx.batch.deleteRange(from: members.lower, to: members.upper, in: family.members)
                     tx.changedUnknownKeys = true
                 }
                 tx.overlay[family.name] = [:]
@@ -274,8 +303,14 @@ enum KeyCommands {
             guard let last else { continue }
             let options = call.engine.writeOptions
             // Every stripe: any watched key of the family may be among those deleted.
+            let members = MemberKeys.familyRange(family.name)
             try call.engine.locks.withAll { () throws(CommandError) in
-                try call.engine.storage("flush") { try call.database.deleteRange(from: [], to: last + [0], in: handle, options: options) }
+                try call.engine.storage("flush") {
+                    var batch = WriteBatch()
+                    batch.deleteRange(from: [], to: last + [0], in: handle)
+                    batch.deleteRange(from: members.lower, to: members.upper, in: family.members)
+                    try call.database.write(batch, options: options)
+                }
             }
             emptied.append((family, last + [0]))
         }
@@ -285,7 +320,11 @@ enum KeyCommands {
         }
         let engine = call.engine
         let database = call.database
-        let ranges = emptied.map { (name: $0.family.name, handle: $0.family.handle, end: $0.end) }
+        let ranges = emptied.flatMap { e in
+            [(name: e.family.name, handle: e.family.handle, from: [UInt8]?.none, end: e.end),
+             (name: Engine.membersFamilyName, handle: e.family.members, from: MemberKeys.familyRange(e.family.name).lower,
+              end: MemberKeys.familyRange(e.family.name).upper)]
+        }
         let compact: @Sendable () -> Void = { compactFlushed(ranges, of: database, engine: engine) }
         if async, let hooks = engine.hooks {
             hooks.runInBackground(compact)
@@ -302,11 +341,11 @@ enum KeyCommands {
     /// Serialised with backups and restores (`Backups.withJob`): a restore swaps the database,
     /// and then the old one's compaction is skipped (it is closed). Failures are logged only:
     /// RocksDB's own compactions reclaim the range later.
-    static func compactFlushed(_ ranges: [(name: String, handle: ColumnFamily, end: [UInt8])], of database: Database, engine: Engine) {
+    static func compactFlushed(_ ranges: [(name: String, handle: ColumnFamily, from: [UInt8]?, end: [UInt8])], of database: Database, engine: Engine) {
         try? engine.backups.withJob { () throws(CommandError) in
             for r in ranges where !database.isClosed {
                 do {
-                    try database.compactRange(from: nil, to: r.end, in: r.handle)
+                    try database.compactRange(from: r.from, to: r.end, in: r.handle)
                 } catch {
                     engine.logger.info("compacting \(r.name) after a flush: \(error)")
                 }
@@ -337,7 +376,7 @@ enum KeyCommands {
         let value = try call.integer(2)
         let at = try call.expiry(value, unit, absolute: absolute, allowNonPositive: true)
         return try call.locked(call[1]) { () throws(CommandError) -> Bool in
-            guard let old = try call.read(call[1]) else { return false }
+            guard var old = try call.readEntry(call[1]) else { return false }
             if nx && old.expiresAt != nil { return false }
             if xx && old.expiresAt == nil { return false }
             if gt && (old.expiresAt.map { at <= $0 } ?? true) { return false }
@@ -346,7 +385,8 @@ enum KeyCommands {
                 try call.remove(call[1])
                 call.engine.stats.expiredKeys.increment()
             } else {
-                try call.write(call[1], old.payload, expiresAt: at)
+                old.expiresAt = at
+                try call.writeEntry(call[1], old)
             }
             return true
         }
@@ -356,8 +396,8 @@ enum KeyCommands {
         Command(name, arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "generic", summary: summary, arguments: "key") {
             call, out throws(CommandError) in
             let now = call.now
-            try call.withPayload(call[1]) { payload, expiresAt in
-                if payload == nil { out.integer(-2) }
+            try call.withStored(call[1]) { type, _, expiresAt in
+                if type == nil { out.integer(-2) }
                 else if let expiresAt { out.integer(max(0, transform(expiresAt, now))) }
                 else { out.integer(-1) }
             }

@@ -9,6 +9,8 @@ import Rocks
 /// order (descending with `REV`; the bounds stay low then high). To page, pass the last key back
 /// as `(key` (the new start, or the new end with `REV`). Stateless: nothing is kept between calls.
 /// `DELRANGE start end` deletes the range with one range tombstone.
+///
+/// A key holding a hash, set, sorted set or list is listed once, with a null value.
 enum RangeCommands {
     enum Bound: Equatable {
         case minusInfinity, plusInfinity
@@ -111,7 +113,7 @@ enum RangeCommands {
             i += 1
         }
         var keys: [[UInt8]] = []
-        var values: [[UInt8]] = []
+        var values: [[UInt8]?] = []  // nil: the key holds a collection (its value slot is null)
         if let (lower, upper) = keyRange(start, end), limit > 0 {
             var options = call.readOptions
             options.lowerBound = lower.isEmpty ? nil : lower
@@ -122,9 +124,11 @@ enum RangeCommands {
                 try call.database.withCursor(in: handle, options: options) { c in
                     if reverse { c.seekToLast() } else { c.seekToFirst() }
                     while c.isValid && keys.count < limit {
-                        let value: [UInt8]? = c.withValue { raw in
+                        let value: [UInt8]?? = c.withValue { raw in
                             guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return nil }
-                            return keysOnly ? [] : Array(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]))
+                            if keysOnly { return .some([]) }
+                            if h.type != ValueFormat.stringType { return .some(nil) }
+                            return Array(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]))
                         }
                         if let value {
                             keys.append(c.key)
@@ -139,7 +143,9 @@ enum RangeCommands {
         out.arrayHeader(keysOnly ? keys.count : keys.count * 2)
         for (n, k) in keys.enumerated() {
             out.bulk(k)
-            if !keysOnly { out.bulk(values[n]) }
+            if !keysOnly {
+                if let v = values[n] { out.bulk(v) } else { out.null() }
+            }
         }
     }
 }

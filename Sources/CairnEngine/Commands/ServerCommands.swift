@@ -49,10 +49,15 @@ enum ServerCommands {
                 summary: "Compacts the current column family (or the key range given), reclaiming space now.",
                 arguments: "[start end]") { call, out throws(CommandError) in
             guard call.count == 1 || call.count == 3 else { throw .arity(call.name) }
-            let handle = call.family.handle
+            let family = call.family
             let range = call.count == 3 ? (call[1], call[2]) : nil
             try call.engine.storage("compact") {
-                try call.database.compactRange(from: range?.0, to: range?.1, in: handle)
+                try call.database.compactRange(from: range?.0, to: range?.1, in: family.handle)
+                // The whole family: its collections' members too, dropping those of deleted ones.
+                if range == nil {
+                    let members = MemberKeys.familyRange(family.name)
+                    try call.database.compactRange(from: members.lower, to: members.upper, in: family.members)
+                }
             }
             out.simpleString("OK")
         },

@@ -158,11 +158,12 @@ enum SnapshotCommands {
         let count = call.count > 2 ? try call.integer(2) : 10
         guard count > 0 && count <= 100_000 else { throw CommandError("ERR", "count must be between 1 and 100000") }
         let now = Clock.milliseconds()
-        var pairs: [([UInt8], [UInt8])] = []
+        var pairs: [([UInt8], [UInt8]?)] = []  // a nil value: the key holds a collection
         let cursor = it.cursor
         while pairs.count < Int(count) && cursor.isValid {
-            let value: [UInt8]? = cursor.withValue { raw in
+            let value: [UInt8]?? = cursor.withValue { raw in
                 guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return nil }
+                if h.type != ValueFormat.stringType { return .some(nil) }
                 return Array(UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]))
             }
             if let value { pairs.append((cursor.key, value)) }
@@ -174,7 +175,7 @@ enum SnapshotCommands {
         out.arrayHeader(pairs.count * 2)
         for (k, v) in pairs {
             out.bulk(k)
-            out.bulk(v)
+            if let v { out.bulk(v) } else { out.null() }
         }
     }
 }

@@ -213,8 +213,10 @@ enum StringCommands {
         }
         let key = call[1]
         let needsOld = nx || xx || get || keepTTL
-        let reply = try call.locked(key) { () throws(CommandError) -> (set: Bool, old: StoredValue?) in
-            let old = needsOld ? try call.read(key) : nil
+        let reply = try call.locked(key) { () throws(CommandError) -> (set: Bool, old: StoredEntry?) in
+            // Any type counts for NX, XX and KEEPTTL; GET needs a string (SET then replaces it).
+            let old = needsOld ? try call.readEntry(key) : nil
+            if get, let old, old.type != .string { throw .wrongType }
             if (nx && old != nil) || (xx && old == nil) { return (false, old) }
             let at = keepTTL ? old?.expiresAt : expiresAt
             if let at, at <= call.now {

@@ -1,0 +1,197 @@
+import Rocks
+
+/// The staged changes of one collection: member entries to write or delete and the metadata to
+/// store with them, committed as one write batch (`Call.commit`). A collection whose size falls
+/// to 0 is deleted, as Redis deletes an emptied hash, set, sorted set or list.
+struct CollectionChange {
+    let key: [UInt8]
+    var meta: CollectionMetadata
+    /// Every member entry of this collection starts with it (`MemberKeys.prefix`).
+    let prefix: [UInt8]
+    /// Whether the key held this collection before (a new one that stays empty writes nothing).
+    let existed: Bool
+    /// The key held something else that this change replaces (a *STORE destination).
+    var replaces = false
+    private(set) var puts: [([UInt8], [UInt8])] = []
+    private(set) var deletes: [[UInt8]] = []
+
+    init(key: [UInt8], meta: CollectionMetadata, family: String, existed: Bool) {
+        self.key = key
+        self.meta = meta
+        self.prefix = MemberKeys.prefix(family: family, key: key, version: meta.version)
+        self.existed = existed
+    }
+
+    /// The members-family key of a sub-key of this collection.
+    func entryKey(_ tag: MemberKeys.Tag, _ sub: some Collection<UInt8>) -> [UInt8] {
+        var k = prefix
+        k.reserveCapacity(prefix.count + 1 + sub.count)
+        k.append(tag.rawValue)
+        k.append(contentsOf: sub)
+        return k
+    }
+
+    mutating func put(_ tag: MemberKeys.Tag, _ sub: some Collection<UInt8>, _ value: [UInt8]) {
+        puts.append((entryKey(tag, sub), value))
+    }
+
+    mutating func delete(_ tag: MemberKeys.Tag, _ sub: some Collection<UInt8>) {
+        deletes.append(entryKey(tag, sub))
+    }
+
+    var isEmpty: Bool { puts.isEmpty && deletes.isEmpty && !replaces }
+}
+
+/// Reads and writes of hashes, sets, sorted sets and lists for handlers: the metadata under the
+/// user key, the members in the members family, through the connection's snapshot or the
+/// running EXEC's overlay, like the string helpers in Keyspace.swift.
+extension Call {
+    var members: ColumnFamily { family.members }
+
+    /// The live metadata of collection `key`, nil when the key is missing or expired;
+    /// WRONGTYPE when it holds another type.
+    func collection(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionMetadata? {
+        try withStored(key) { (stored: KeyType?, payload: UnsafeRawBufferPointer?, expiresAt: Int64?) throws(CommandError) -> CollectionMetadata? in
+            guard let stored, let payload else { return nil }
+            guard stored == type else { throw .wrongType }
+            return CollectionMetadata(type: type, payload: payload, expiresAt: expiresAt)
+        }
+    }
+
+    /// The change to make to collection `key`: its current metadata, or a new empty collection
+    /// with a fresh version. WRONGTYPE when the key holds another type. Call under `locked`.
+    func change(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionChange {
+        if let meta = try collection(key, type) {
+            return CollectionChange(key: key, meta: meta, family: family.name, existed: true)
+        }
+        return fresh(key, type)
+    }
+
+    /// A new empty collection at `key`, replacing whatever the key holds once committed (the
+    /// destination of SUNIONSTORE, ZRANGESTORE...). Call under `locked`.
+    func fresh(_ key: [UInt8], _ type: KeyType) -> CollectionChange {
+        var c = CollectionChange(key: key, meta: CollectionMetadata(type: type, version: engine.collectionVersions.next()),
+                                 family: family.name, existed: false)
+        c.replaces = true
+        return c
+    }
+
+    /// The value of one member entry, or nil.
+    func member(_ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag, _ sub: [UInt8]) throws(CommandError) -> [UInt8]? {
+        let k = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue] + sub
+        if let tx = session.transaction, let staged = tx.staged(k, in: Engine.membersFamilyName) { return staged }
+        let handle = members
+        let options = readOptions
+        return try engine.storage("read") { try database.get(k, in: handle, options: options) }
+    }
+
+    /// The values of several member entries, read at one sequence number.
+    func members(_ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag, _ subs: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
+        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue]
+        let keys = subs.map { prefix + $0 }
+        if let tx = session.transaction {
+            return try keys.map { (k: [UInt8]) throws(CommandError) -> [UInt8]? in
+                if let staged = tx.staged(k, in: Engine.membersFamilyName) { return staged }
+                let handle = members
+                return try engine.storage("read") { try database.get(k, in: handle, options: readOptions) }
+            }
+        }
+        let handle = members
+        let options = readOptions
+        return try engine.storage("read") {
+            try database.withValues(forKeys: keys, in: handle, options: options) { values in values.map { $0.map { Array($0) } } }
+        }
+    }
+
+    /// Visits the entries of `tag` of a collection in order (backward when `reverse`), from
+    /// sub-key `lower` (inclusive) to `upper` (exclusive), while `body` returns true. Inside
+    /// EXEC, what the transaction staged is merged in.
+    func scanMembers(
+        _ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag,
+        from lower: [UInt8]? = nil, to upper: [UInt8]? = nil, reverse: Bool = false,
+        _ body: (_ sub: [UInt8], _ value: [UInt8]) throws(CommandError) -> Bool
+    ) throws(CommandError) {
+        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue]
+        let lowerKey = prefix + (lower ?? [])
+        let upperKey = upper.map { prefix + $0 } ?? Call.prefixEnd(prefix)
+        if let tx = session.transaction, let staged = tx.overlay[Engine.membersFamilyName],
+           staged.keys.contains(where: { $0.starts(with: prefix) }) {
+            // Few entries change inside one EXEC: read the range, then lay the staged ones over it.
+            var merged: [[UInt8]: [UInt8]] = [:]
+            try scanStored(lowerKey, upperKey, reverse: false) { k, v in merged[k] = v; return true }
+            for (k, v) in staged where !k.lexicographicallyPrecedes(lowerKey) && (upperKey.map { k.lexicographicallyPrecedes($0) } ?? true) {
+                merged[k] = v
+            }
+            var ordered = merged.keys.sorted { $0.lexicographicallyPrecedes($1) }
+            if reverse { ordered.reverse() }
+            for k in ordered where try !body(Array(k[prefix.count...]), merged[k]!) { return }
+            return
+        }
+        try scanStored(lowerKey, upperKey, reverse: reverse) { k, v throws(CommandError) in try body(Array(k[prefix.count...]), v) }
+    }
+
+    private func scanStored(
+        _ lowerKey: [UInt8], _ upperKey: [UInt8]?, reverse: Bool,
+        _ body: ([UInt8], [UInt8]) throws(CommandError) -> Bool
+    ) throws(CommandError) {
+        var options = readOptions
+        options.lowerBound = lowerKey
+        options.upperBound = upperKey
+        let handle = members
+        var failure: CommandError? = nil
+        try engine.storage("scan") {
+            try database.withCursor(in: handle, options: options) { cursor in
+                if reverse { cursor.seekToLast() } else { cursor.seek(lowerKey) }
+                while cursor.isValid {
+                    do throws(CommandError) {
+                        if try !body(cursor.key, cursor.value) { return }
+                    } catch {
+                        failure = error
+                        return
+                    }
+                    if reverse { cursor.prev() } else { cursor.next() }
+                }
+                try cursor.check()
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Commits changes of one or more collections as one write batch (or stages them in the
+    /// running EXEC): member entries, then each collection's metadata, deleted when its size is
+    /// 0. Call under the keys' locks.
+    func commit(_ changes: CollectionChange...) throws(CommandError) {
+        try commit(changes)
+    }
+
+    func commit(_ changes: [CollectionChange]) throws(CommandError) {
+        let changes = changes.filter { !$0.isEmpty || ($0.existed && $0.meta.size == 0) }
+        guard !changes.isEmpty else { return }
+        if let tx = session.transaction {
+            for c in changes {
+                for (k, v) in c.puts {
+                    tx.batch.put(k, v, in: members)
+                    tx.overlay[Engine.membersFamilyName, default: [:]][k] = .some(v)
+                }
+                for k in c.deletes {
+                    tx.batch.delete(k, in: members)
+                    tx.overlay[Engine.membersFamilyName, default: [:]][k] = .some(nil)
+                }
+                let stored: [UInt8]? = c.meta.size == 0 ? nil : c.meta.stored
+                if let stored { tx.batch.put(c.key, stored, in: family.handle) } else { tx.batch.delete(c.key, in: family.handle) }
+                tx.overlay[family.name, default: [:]][c.key] = .some(stored)
+                tx.changedStripes.insert(engine.locks.stripe(for: c.key, in: family))
+            }
+            return
+        }
+        var batch = WriteBatch()
+        for c in changes {
+            for (k, v) in c.puts { batch.put(k, v, in: members) }
+            for k in c.deletes { batch.delete(k, in: members) }
+            if c.meta.size == 0 { batch.delete(c.key, in: family.handle) } else { batch.put(c.key, c.meta.stored, in: family.handle) }
+        }
+        let options = engine.writeOptions
+        try engine.storage("write") { try database.write(batch, options: options) }
+        for c in changes { engine.locks.changed(c.key, in: family) }
+    }
+}

@@ -1,0 +1,103 @@
+import Synchronization
+
+/// The value stored under a hash, set, sorted set or list key, after the value header (whose
+/// type nibble says which): the collection's version and size, and for a list the positions of
+/// its first element and one past its last.
+///
+/// ```
+/// version  8 bytes big-endian   (members are keyed under it: see MemberKeys)
+/// size     8 bytes big-endian   (members, fields or elements)
+/// head     8 bytes big-endian   (lists only: the position of the first element)
+/// tail     8 bytes big-endian   (lists only: one past the last)
+/// ```
+/// A new collection gets a new version, so a deleted, expired or overwritten one's members
+/// are unreachable at once, however many there are; the members family's compaction filter
+/// (`MembersCompactionFilter`) drops them later.
+struct CollectionMetadata: Equatable {
+    var type: KeyType
+    var version: UInt64
+    var size: UInt64
+    var head: UInt64 = 0
+    var tail: UInt64 = 0
+    var expiresAt: Int64? = nil
+
+    /// Where a new list's first element goes: the middle of the position space, so pushes at
+    /// either end have room.
+    static let listStart: UInt64 = 1 << 63
+
+    init(type: KeyType, version: UInt64, size: UInt64 = 0, expiresAt: Int64? = nil) {
+        self.type = type
+        self.version = version
+        self.size = size
+        self.expiresAt = expiresAt
+        if type == .list {
+            head = Self.listStart
+            tail = Self.listStart
+        }
+    }
+
+    /// Decodes a stored value's payload; nil when it is not a collection's metadata.
+    init?(type: KeyType, payload: some Collection<UInt8>, expiresAt: Int64?) {
+        guard type != .string else { return nil }
+        let bytes = Array(payload)
+        let needed = type == .list ? 32 : 16
+        guard bytes.count >= needed else { return nil }
+        self.type = type
+        self.version = Self.uint64(bytes, at: 0)
+        self.size = Self.uint64(bytes, at: 8)
+        if type == .list {
+            head = Self.uint64(bytes, at: 16)
+            tail = Self.uint64(bytes, at: 24)
+        }
+        self.expiresAt = expiresAt
+    }
+
+    /// The payload part (after the value header).
+    var payload: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        Self.append(version, to: &out)
+        Self.append(size, to: &out)
+        if type == .list {
+            Self.append(head, to: &out)
+            Self.append(tail, to: &out)
+        }
+        return out
+    }
+
+    /// The whole stored value: header and payload.
+    var stored: [UInt8] {
+        var out: [UInt8] = []
+        ValueFormat.appendHeader(to: &out, type: type.rawValue, expiresAt: expiresAt)
+        out += payload
+        return out
+    }
+
+    static func append(_ v: UInt64, to out: inout [UInt8]) {
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+    }
+
+    static func uint64(_ bytes: [UInt8], at offset: Int) -> UInt64 {
+        var v: UInt64 = 0
+        for i in offset..<offset + 8 { v = v << 8 | UInt64(bytes[i]) }
+        return v
+    }
+}
+
+/// Hands out collection versions: increasing within a run, and above every earlier run's as
+/// long as the clock does not go back (they start from the time in microseconds), so a
+/// collection created again under a deleted one's key never sees the old members.
+final class VersionClock: Sendable {
+    private let last = Atomic<UInt64>(0)
+
+    func next() -> UInt64 {
+        let now = UInt64(max(0, Clock.microseconds()))
+        var current = last.load(ordering: .relaxed)
+        while true {
+            let candidate = max(current + 1, now)
+            let (exchanged, original) = last.compareExchange(expected: current, desired: candidate, ordering: .relaxed)
+            if exchanged { return candidate }
+            current = original
+        }
+    }
+}

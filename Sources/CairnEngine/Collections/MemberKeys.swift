@@ -1,0 +1,110 @@
+/// How a collection's members are keyed in the members family (`Engine.membersFamilyName`),
+/// one RocksDB entry each:
+///
+/// ```
+/// family name length  2 bytes big-endian
+/// family name         the user column family the key lives in
+/// key length          4 bytes big-endian
+/// key
+/// version             8 bytes big-endian (CollectionMetadata.version)
+/// tag                 1 byte: what the rest is (Tag)
+/// sub-key             hash field, set member, sorted-set member, list position, or
+///                     (for the score index) an 8-byte order-preserving score then the member
+/// ```
+/// The lengths make one collection's entries a contiguous range that no other key's can
+/// interleave, so a member read is one point lookup and HGETALL, ZRANGE or LRANGE an ordered
+/// scan of that range.
+enum MemberKeys {
+    enum Tag: UInt8 {
+        /// A hash field (value: the field's value), a set member (value: empty), a sorted-set
+        /// member (value: its score, 8 bytes), a list element (sub-key: its 8-byte position).
+        case member = 1
+        /// A sorted set's score index: sub-key = order-preserving score + member, value empty.
+        case score = 2
+    }
+
+    /// Every entry of one collection starts with this.
+    static func prefix(family: String, key: [UInt8], version: UInt64) -> [UInt8] {
+        let name = Array(family.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(2 + name.count + 4 + key.count + 8 + 1)
+        out.append(UInt8(truncatingIfNeeded: name.count >> 8))
+        out.append(UInt8(truncatingIfNeeded: name.count))
+        out += name
+        let n = UInt32(truncatingIfNeeded: key.count)
+        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: n >> UInt32(shift))) }
+        out += key
+        CollectionMetadata.append(version, to: &out)
+        return out
+    }
+
+    /// Where the range of one family's collections starts and ends (CF.DROP, FLUSHDB).
+    static func familyRange(_ family: String) -> (lower: [UInt8], upper: [UInt8]) {
+        let name = Array(family.utf8)
+        let lower = [UInt8(truncatingIfNeeded: name.count >> 8), UInt8(truncatingIfNeeded: name.count)] + name
+        return (lower, Call.prefixEnd(lower) ?? lower + [0xFF])
+    }
+
+    /// A parsed members-family key.
+    struct Parsed {
+        var family: String
+        var key: [UInt8]
+        var version: UInt64
+        /// Offset of the tag byte.
+        var tagOffset: Int
+    }
+
+    static func parse(_ raw: UnsafeRawBufferPointer) -> Parsed? {
+        guard raw.count >= 2 else { return nil }
+        let nameLength = Int(raw[0]) << 8 | Int(raw[1])
+        var at = 2 + nameLength
+        guard raw.count >= at + 4 else { return nil }
+        let family = String(decoding: UnsafeRawBufferPointer(rebasing: raw[2..<at]), as: UTF8.self)
+        var keyLength = 0
+        for i in at..<at + 4 { keyLength = keyLength << 8 | Int(raw[i]) }
+        at += 4
+        guard raw.count >= at + keyLength + 8 else { return nil }
+        let key = Array(raw[at..<at + keyLength])
+        at += keyLength
+        var version: UInt64 = 0
+        for i in at..<at + 8 { version = version << 8 | UInt64(raw[i]) }
+        return Parsed(family: family, key: key, version: version, tagOffset: at + 8)
+    }
+
+    /// A double as 8 bytes whose unsigned order is the numbers' order (-inf first, +inf last).
+    static func orderedScore(_ score: Double) -> [UInt8] {
+        var bits = (score == 0 ? 0.0 : score).bitPattern  // -0 sorts as 0
+        bits = bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
+        var out: [UInt8] = []
+        out.reserveCapacity(8)
+        CollectionMetadata.append(bits, to: &out)
+        return out
+    }
+
+    static func score(ordered bytes: some Collection<UInt8>) -> Double {
+        var bits: UInt64 = 0
+        for b in bytes.prefix(8) { bits = bits << 8 | UInt64(b) }
+        bits = bits & (1 << 63) != 0 ? bits & ~(1 << 63) : ~bits
+        return Double(bitPattern: bits)
+    }
+
+    /// A double as stored in a sorted-set member's value (8 bytes, big-endian IEEE bits).
+    static func scoreValue(_ score: Double) -> [UInt8] {
+        var out: [UInt8] = []
+        CollectionMetadata.append(score.bitPattern, to: &out)
+        return out
+    }
+
+    static func score(value bytes: some Collection<UInt8>) -> Double {
+        var bits: UInt64 = 0
+        for b in bytes.prefix(8) { bits = bits << 8 | UInt64(b) }
+        return Double(bitPattern: bits)
+    }
+
+    /// A list position as an 8-byte big-endian sub-key.
+    static func position(_ p: UInt64) -> [UInt8] {
+        var out: [UInt8] = []
+        CollectionMetadata.append(p, to: &out)
+        return out
+    }
+}

@@ -1,0 +1,60 @@
+/// HSCAN, SSCAN and ZSCAN: `key cursor [MATCH pattern] [COUNT count]` over a collection's
+/// members in key order. As with SCAN, the cursor stands for the last member returned
+/// (`ScanCursors`), so a scan resumes exactly after it and sees every member present for the
+/// whole scan once.
+struct MemberScan {
+    var cursor: UInt64
+    var pattern: [UInt8]?
+    var count = 10
+
+    /// Parses `cursor [MATCH pattern] [COUNT count]` from argument 2 on.
+    init(_ call: Call) throws(CommandError) {
+        guard let cursor = UInt64(call.text(2)) else { throw CommandError("ERR", "invalid cursor") }
+        self.cursor = cursor
+        var i = 3
+        while i < call.count {
+            guard i + 1 < call.count else { throw .syntax }
+            if call[i].isKeyword("MATCH") {
+                pattern = call[i + 1]
+            } else if call[i].isKeyword("COUNT") {
+                let c = try call.integer(i + 1)
+                guard c >= 1 else { throw .syntax }
+                count = Int(min(c, 1_000_000))
+            } else {
+                throw .syntax
+            }
+            i += 2
+        }
+    }
+
+    /// One page: the members (sub-key and value) matching the pattern among the next `count`,
+    /// and the cursor to continue with (0 at the end). A missing collection gives an empty page.
+    func page(_ call: Call, _ meta: CollectionMetadata?, of key: [UInt8]) throws(CommandError) -> (next: UInt64, items: [(sub: [UInt8], value: [UInt8])]) {
+        guard let meta else {
+            if cursor != 0 { throw CommandError("ERR", "invalid cursor") }
+            return (0, [])
+        }
+        let scope = "\(call.family.name)\u{1}\(meta.version)"
+        var start: [UInt8]? = nil
+        if cursor != 0 {
+            guard let after = call.engine.scanCursors.resume(cursor, family: scope) else { throw CommandError("ERR", "invalid cursor") }
+            start = after + [0]
+        }
+        var items: [(sub: [UInt8], value: [UInt8])] = []
+        var visited = 0
+        var last: [UInt8]? = nil
+        var more = false
+        try call.scanMembers(meta, of: key, .member, from: start) { sub, value in
+            if visited == count {
+                more = true
+                return false
+            }
+            visited += 1
+            last = sub
+            if pattern.map({ Glob.matches($0, sub) }) ?? true { items.append((sub, value)) }
+            return true
+        }
+        guard more, let last else { return (0, items) }
+        return (call.engine.scanCursors.save(family: scope, after: last, owner: call.session.id), items)
+    }
+}

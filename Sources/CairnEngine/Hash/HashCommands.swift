@@ -1,0 +1,234 @@
+import RESP
+
+/// The hash family: https://redis.io/docs/latest/commands/?group=hash
+///
+/// A hash is its metadata under the key and one members-family entry per field, the field as
+/// sub-key and its value as the entry's value (`MemberKeys`), so HGET of one field of a huge
+/// hash is one point lookup and HGETALL/HSCAN an ordered scan (fields come back in byte order).
+enum HashCommands {
+    static let all: [Command] = [
+        Command("hset", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Creates or modifies the value of a field in a hash.", arguments: "key field value [field value ...]") {
+            call, out throws(CommandError) in
+            out.integer(try set(call))
+        },
+        Command("hmset", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Sets the values of multiple fields.", arguments: "key field value [field value ...]") {
+            call, out throws(CommandError) in
+            _ = try set(call)
+            out.simpleString("OK")
+        },
+        Command("hsetnx", arity: 4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Sets the value of a field in a hash only when the field doesn't exist.", arguments: "key field value") {
+            call, out throws(CommandError) in
+            let created = try call.locked(call[1]) { () throws(CommandError) -> Bool in
+                var change = try call.change(call[1], .hash)
+                if change.existed, try call.member(change.meta, of: call[1], .member, call[2]) != nil { return false }
+                change.put(.member, call[2], call[3])
+                change.meta.size += 1
+                try call.commit(change)
+                return true
+            }
+            out.integer(created ? 1 : 0)
+        },
+        Command("hget", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Returns the value of a field in a hash.", arguments: "key field") { call, out throws(CommandError) in
+            guard let meta = try call.collection(call[1], .hash), let value = try call.member(meta, of: call[1], .member, call[2]) else {
+                out.null()
+                return
+            }
+            out.bulk(value)
+        },
+        Command("hmget", arity: -3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Returns the values of all fields in a hash.", arguments: "key field [field ...]") { call, out throws(CommandError) in
+            let fields = Array(call.argv[2...])
+            let values = try call.collection(call[1], .hash).map { (meta: CollectionMetadata) throws(CommandError) -> [[UInt8]?] in
+                try call.members(meta, of: call[1], .member, fields)
+            } ?? Array(repeating: nil, count: fields.count)
+            out.arrayHeader(values.count)
+            for v in values { if let v { out.bulk(v) } else { out.null() } }
+        },
+        Command("hdel", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
+                arguments: "key field [field ...]") { call, out throws(CommandError) in
+            let removed = try call.locked(call[1]) { () throws(CommandError) -> Int in
+                guard let meta = try call.collection(call[1], .hash) else { return 0 }
+                var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+                var seen = Set<[UInt8]>()
+                let fields = call.argv[2...].filter { seen.insert($0).inserted }
+                let present = try call.members(meta, of: call[1], .member, fields)
+                for (field, value) in zip(fields, present) where value != nil { change.delete(.member, field) }
+                let n = present.filter { $0 != nil }.count
+                change.meta.size -= UInt64(n)
+                if n > 0 { try call.commit(change) }
+                return n
+            }
+            out.integer(removed)
+        },
+        Command("hlen", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Returns the number of fields in a hash.", arguments: "key") { call, out throws(CommandError) in
+            out.integer(Int64(try call.collection(call[1], .hash)?.size ?? 0))
+        },
+        Command("hstrlen", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "hash", since: "3.2.0",
+                summary: "Returns the length of the value of a field.", arguments: "key field") { call, out throws(CommandError) in
+            let value = try call.collection(call[1], .hash).flatMap { (meta: CollectionMetadata) throws(CommandError) -> [UInt8]? in
+                try call.member(meta, of: call[1], .member, call[2])
+            }
+            out.integer(value?.count ?? 0)
+        },
+        Command("hexists", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Determines whether a field exists in a hash.", arguments: "key field") { call, out throws(CommandError) in
+            let value = try call.collection(call[1], .hash).flatMap { (meta: CollectionMetadata) throws(CommandError) -> [UInt8]? in
+                try call.member(meta, of: call[1], .member, call[2])
+            }
+            out.integer(value == nil ? 0 : 1)
+        },
+        Command("hkeys", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Returns all fields in a hash.", arguments: "key") { call, out throws(CommandError) in
+            let fields = try all(call).map(\.field)
+            out.arrayHeader(fields.count)
+            for f in fields { out.bulk(f) }
+        },
+        Command("hvals", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Returns all values in a hash.", arguments: "key") { call, out throws(CommandError) in
+            let values = try all(call).map(\.value)
+            out.arrayHeader(values.count)
+            for v in values { out.bulk(v) }
+        },
+        Command("hgetall", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Returns all fields and values in a hash.", arguments: "key") { call, out throws(CommandError) in
+            let pairs = try all(call)
+            out.mapHeader(pairs.count)
+            for p in pairs {
+                out.bulk(p.field)
+                out.bulk(p.value)
+            }
+        },
+        Command("hincrby", arity: 4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
+                summary: "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.",
+                arguments: "key field increment") { call, out throws(CommandError) in
+            let delta = try call.integer(3)
+            let result = try call.locked(call[1]) { () throws(CommandError) -> Int64 in
+                var change = try call.change(call[1], .hash)
+                let old = change.existed ? try call.member(change.meta, of: call[1], .member, call[2]) : nil
+                var base: Int64 = 0
+                if let old {
+                    guard let v = Bytes.int64(old) else { throw CommandError("ERR", "hash value is not an integer") }
+                    base = v
+                }
+                let (sum, overflow) = base.addingReportingOverflow(delta)
+                if overflow { throw .overflow }
+                change.put(.member, call[2], Bytes.decimal(sum))
+                if old == nil { change.meta.size += 1 }
+                try call.commit(change)
+                return sum
+            }
+            out.integer(result)
+        },
+        Command("hincrbyfloat", arity: 4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.6.0",
+                summary: "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.",
+                arguments: "key field increment") { call, out throws(CommandError) in
+            guard let delta = Bytes.double(call[3]) else { throw .notFloat }
+            let text = try call.locked(call[1]) { () throws(CommandError) -> String in
+                var change = try call.change(call[1], .hash)
+                let old = change.existed ? try call.member(change.meta, of: call[1], .member, call[2]) : nil
+                var base = 0.0
+                if let old {
+                    guard let v = Bytes.double(old) else { throw CommandError("ERR", "hash value is not a float") }
+                    base = v
+                }
+                let sum = base + delta
+                guard sum.isFinite else { throw CommandError("ERR", "increment would produce NaN or Infinity") }
+                let text = Bytes.humanDouble(sum)
+                change.put(.member, call[2], Array(text.utf8))
+                if old == nil { change.meta.size += 1 }
+                try call.commit(change)
+                return text
+            }
+            out.bulk(text)
+        },
+        Command("hrandfield", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "6.2.0",
+                summary: "Returns one or more random fields from a hash.", arguments: "key [count [WITHVALUES]]", handler: randomField),
+        Command("hscan", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.8.0",
+                summary: "Iterates over fields and values of a hash.", arguments: "key cursor [MATCH pattern] [COUNT count]") {
+            call, out throws(CommandError) in
+            let scan = try MemberScan(call)
+            let page = try scan.page(call, try call.collection(call[1], .hash), of: call[1])
+            out.arrayHeader(2)
+            out.bulk(String(page.next))
+            out.arrayHeader(page.items.count * 2)
+            for item in page.items {
+                out.bulk(item.sub)
+                out.bulk(item.value)
+            }
+        },
+    ]
+
+    /// HSET and HMSET: the number of fields created.
+    static func set(_ call: Call) throws(CommandError) -> Int {
+        guard call.count % 2 == 0 else { throw .arity(call.name) }
+        return try call.locked(call[1]) { () throws(CommandError) -> Int in
+            var change = try call.change(call[1], .hash)
+            var latest: [[UInt8]: [UInt8]] = [:]  // a field given twice: the last value wins
+            var order: [[UInt8]] = []
+            for i in stride(from: 2, to: call.count, by: 2) {
+                if latest.updateValue(call[i + 1], forKey: call[i]) == nil { order.append(call[i]) }
+            }
+            let present = change.existed ? try call.members(change.meta, of: call[1], .member, order) : Array(repeating: nil, count: order.count)
+            var created = 0
+            for (field, old) in zip(order, present) {
+                change.put(.member, field, latest[field]!)
+                if old == nil { created += 1 }
+            }
+            change.meta.size += UInt64(created)
+            try call.commit(change)
+            return created
+        }
+    }
+
+    /// Every field and value, in field order.
+    static func all(_ call: Call) throws(CommandError) -> [(field: [UInt8], value: [UInt8])] {
+        guard let meta = try call.collection(call[1], .hash) else { return [] }
+        var pairs: [(field: [UInt8], value: [UInt8])] = []
+        pairs.reserveCapacity(Int(min(meta.size, 1 << 20)))
+        try call.scanMembers(meta, of: call[1], .member) { field, value in
+            pairs.append((field, value))
+            return true
+        }
+        return pairs
+    }
+
+    /// HRANDFIELD: https://redis.io/docs/latest/commands/hrandfield/
+    static func randomField(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        guard call.count <= 4 else { throw .syntax }
+        var withValues = false
+        if call.count == 4 {
+            guard call[3].isKeyword("WITHVALUES") else { throw .syntax }
+            withValues = true
+        }
+        let count: Int64? = call.count >= 3 ? try call.integer(2) : nil
+        if let count, withValues, count.magnitude > UInt64(Int64.max / 2) { throw CommandError("ERR", "value is out of range") }
+        let meta = try call.collection(call[1], .hash)
+        guard let count else {
+            guard let meta, let pick = try RandomMembers.pick(call, meta, of: call[1], count: 1, distinct: true).first else { out.null(); return }
+            out.bulk(pick.sub)
+            return
+        }
+        guard let meta, count != 0 else { out.arrayHeader(0); return }
+        let picks = try RandomMembers.pick(call, meta, of: call[1], count: Int(clamping: count.magnitude), distinct: count > 0)
+        if withValues && out.version == .v3 {
+            out.arrayHeader(picks.count)
+            for p in picks {
+                out.arrayHeader(2)
+                out.bulk(p.sub)
+                out.bulk(p.value)
+            }
+            return
+        }
+        out.arrayHeader(withValues ? picks.count * 2 : picks.count)
+        for p in picks {
+            out.bulk(p.sub)
+            if withValues { out.bulk(p.value) }
+        }
+    }
+}
