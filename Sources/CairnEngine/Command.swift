@@ -39,6 +39,17 @@ public struct Command: Sendable {
     /// handler and the grouped write batch both take it from here (`counting(by:)`).
     private(set) var delta: (@Sendable (Call) throws(CommandError) -> Int64)? = nil
 
+    /// For a command whose keys follow a count (SINTERCARD, ZUNIONSTORE...: Redis's
+    /// `movablekeys`): the keys of a request, used instead of the (first, last, step) positions,
+    /// which COMMAND INFO reports as Redis does.
+    private(set) var keyFinder: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
+
+    func findingKeys(_ finder: @escaping @Sendable ([[UInt8]]) -> [[UInt8]]) -> Command {
+        var copy = self
+        copy.keyFinder = finder
+        return copy
+    }
+
     /// This command as a counter with `delta` (see `delta`).
     func counting(by delta: @escaping @Sendable (Call) throws(CommandError) -> Int64) -> Command {
         var copy = self
@@ -116,6 +127,7 @@ public struct Command: Sendable {
 
     /// The keys of a request, from the key positions.
     public func keys(in argv: [[UInt8]]) -> [[UInt8]] {
+        if let keyFinder { return keyFinder(argv) }
         guard firstKey > 0, firstKey < argv.count else { return [] }
         let last = lastKey < 0 ? argv.count + lastKey : min(lastKey, argv.count - 1)
         guard last >= firstKey else { return [] }

@@ -1,0 +1,281 @@
+import RESP
+
+/// The set family: https://redis.io/docs/latest/commands/?group=set
+///
+/// A set is its metadata under the key and one members-family entry per member, the member as
+/// sub-key and an empty value (`MemberKeys`), so SISMEMBER is one point lookup and SMEMBERS or
+/// SSCAN an ordered scan (members come back in byte order, not Redis's hash order).
+enum SetCommands {
+    static let all: [Command] = [
+        Command("sadd", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
+                summary: "Adds one or more members to a set. Creates the key if it doesn't exist.", arguments: "key member [member ...]") {
+            call, out throws(CommandError) in
+            let added = try call.locked(call[1]) { () throws(CommandError) -> Int in
+                var change = try call.change(call[1], .set)
+                let members = distinct(call.argv[2...])
+                let present = change.existed ? try call.members(change.meta, of: call[1], .member, members) : Array(repeating: nil, count: members.count)
+                var added = 0
+                for (m, old) in zip(members, present) where old == nil {
+                    change.put(.member, m, [])
+                    added += 1
+                }
+                change.meta.size += UInt64(added)
+                if added > 0 { try call.commit(change) }
+                return added
+            }
+            out.integer(added)
+        },
+        Command("srem", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
+                summary: "Removes one or more members from a set. Deletes the set if the last member was removed.",
+                arguments: "key member [member ...]") { call, out throws(CommandError) in
+            let removed = try call.locked(call[1]) { () throws(CommandError) -> Int in
+                guard let meta = try call.collection(call[1], .set) else { return 0 }
+                var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+                let members = distinct(call.argv[2...])
+                var removed = 0
+                for (m, old) in zip(members, try call.members(meta, of: call[1], .member, members)) where old != nil {
+                    change.delete(.member, m)
+                    removed += 1
+                }
+                change.meta.size -= UInt64(removed)
+                if removed > 0 { try call.commit(change) }
+                return removed
+            }
+            out.integer(removed)
+        },
+        Command("scard", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
+                summary: "Returns the number of members in a set.", arguments: "key") { call, out throws(CommandError) in
+            out.integer(Int64(try call.collection(call[1], .set)?.size ?? 0))
+        },
+        Command("sismember", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
+                summary: "Determines whether a member belongs to a set.", arguments: "key member") { call, out throws(CommandError) in
+            out.integer(try contains(call, call[1], [call[2]])[0] ? 1 : 0)
+        },
+        Command("smismember", arity: -3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "set", since: "6.2.0",
+                summary: "Determines whether multiple members belong to a set.", arguments: "key member [member ...]") {
+            call, out throws(CommandError) in
+            let found = try contains(call, call[1], Array(call.argv[2...]))
+            out.arrayHeader(found.count)
+            for f in found { out.integer(f ? 1 : 0) }
+        },
+        Command("smembers", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "1.0.0",
+                summary: "Returns all members of a set.", arguments: "key") { call, out throws(CommandError) in
+            let members = try all(call, call[1])
+            out.setHeader(members.count)
+            for m in members { out.bulk(m) }
+        },
+        Command("srandmember", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "1.0.0",
+                summary: "Get one or multiple random members from a set", arguments: "key [count]") { call, out throws(CommandError) in
+            guard call.count <= 3 else { throw .syntax }
+            let meta = try call.collection(call[1], .set)
+            guard call.count == 3 else {
+                guard let meta, let pick = try RandomMembers.pick(call, meta, of: call[1], count: 1, distinct: true).first else { out.null(); return }
+                out.bulk(pick.sub)
+                return
+            }
+            let count = try call.integer(2)
+            if count == Int64.min {
+                throw CommandError("ERR", "value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+            }
+            guard let meta, count != 0 else { out.arrayHeader(0); return }
+            let picks = try RandomMembers.pick(call, meta, of: call[1], count: Int(clamping: count.magnitude), distinct: count > 0)
+            out.arrayHeader(picks.count)
+            for p in picks { out.bulk(p.sub) }
+        },
+        Command("spop", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
+                summary: "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.",
+                arguments: "key [count]") { call, out throws(CommandError) in
+            guard call.count <= 3 else { throw .syntax }
+            var count = 1
+            if call.count == 3 {
+                guard let n = Bytes.int64(call[2]), n >= 0 else { throw CommandError("ERR", "value is out of range, must be positive") }
+                count = Int(clamping: n)
+            }
+            let popped = try call.locked(call[1]) { () throws(CommandError) -> [[UInt8]]? in
+                guard let meta = try call.collection(call[1], .set) else { return nil }
+                return try pop(call, meta, count: count)
+            }
+            guard call.count == 3 else {
+                if let first = popped?.first { out.bulk(first) } else { out.null() }
+                return
+            }
+            let members = popped ?? []
+            out.setHeader(members.count)
+            for m in members { out.bulk(m) }
+        },
+        Command("smove", arity: 4, flags: [.write, .fast], keys: (1, 2, 1), group: "set", since: "1.0.0",
+                summary: "Moves a member from one set to another.", arguments: "source destination member") { call, out throws(CommandError) in
+            let (source, destination, member) = (call[1], call[2], call[3])
+            let moved = try call.locked([source, destination]) { () throws(CommandError) -> Bool in
+                guard let from = try call.collection(source, .set) else { return false }
+                let to = try call.collection(destination, .set)
+                let present = try call.member(from, of: source, .member, member) != nil
+                if source == destination || !present { return present }
+                var out = CollectionChange(key: source, meta: from, family: call.family.name, existed: true)
+                out.delete(.member, member)
+                out.meta.size -= 1
+                var into = try call.change(destination, .set)
+                let already = to == nil ? false : try call.member(into.meta, of: destination, .member, member) != nil
+                if !already {
+                    into.put(.member, member, [])
+                    into.meta.size += 1
+                }
+                try call.commit(out, into)
+                return true
+            }
+            out.integer(moved ? 1 : 0)
+        },
+        Command("sinter", arity: -2, flags: [.readonly], keys: (1, -1, 1), group: "set", since: "1.0.0",
+                summary: "Returns the intersect of multiple sets.", arguments: "key [key ...]") { call, out throws(CommandError) in
+            reply(try SetAlgebra.inter(call, Array(call.argv[1...])), &out)
+        },
+        Command("sunion", arity: -2, flags: [.readonly], keys: (1, -1, 1), group: "set", since: "1.0.0",
+                summary: "Returns the union of multiple sets.", arguments: "key [key ...]") { call, out throws(CommandError) in
+            reply(try SetAlgebra.union(call, Array(call.argv[1...])), &out)
+        },
+        Command("sdiff", arity: -2, flags: [.readonly], keys: (1, -1, 1), group: "set", since: "1.0.0",
+                summary: "Returns the difference of multiple sets.", arguments: "key [key ...]") { call, out throws(CommandError) in
+            reply(try SetAlgebra.diff(call, Array(call.argv[1...])), &out)
+        },
+        Command("sintercard", arity: -3, flags: [.readonly], group: "set", since: "7.0.0",
+                summary: "Returns the number of members of the intersect of multiple sets.", arguments: "numkeys key [key ...] [LIMIT limit]",
+                handler: interCard).findingKeys { argv in numberedKeys(argv, countAt: 1) },
+        Command("sinterstore", arity: -3, flags: [.write], keys: (1, -1, 1), group: "set", since: "1.0.0",
+                summary: "Stores the intersect of multiple sets in a key.", arguments: "destination key [key ...]") { call, out throws(CommandError) in
+            out.integer(try store(call) { () throws(CommandError) in try SetAlgebra.inter(call, Array(call.argv[2...])) })
+        },
+        Command("sunionstore", arity: -3, flags: [.write], keys: (1, -1, 1), group: "set", since: "1.0.0",
+                summary: "Stores the union of multiple sets in a key.", arguments: "destination key [key ...]") { call, out throws(CommandError) in
+            out.integer(try store(call) { () throws(CommandError) in try SetAlgebra.union(call, Array(call.argv[2...])) })
+        },
+        Command("sdiffstore", arity: -3, flags: [.write], keys: (1, -1, 1), group: "set", since: "1.0.0",
+                summary: "Stores the difference of multiple sets in a key.", arguments: "destination key [key ...]") { call, out throws(CommandError) in
+            out.integer(try store(call) { () throws(CommandError) in try SetAlgebra.diff(call, Array(call.argv[2...])) })
+        },
+        Command("sscan", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "2.8.0",
+                summary: "Iterates over members of a set.", arguments: "key cursor [MATCH pattern] [COUNT count]") {
+            call, out throws(CommandError) in
+            let scan = try MemberScan(call)
+            let page = try scan.page(call, try call.collection(call[1], .set), of: call[1])
+            out.arrayHeader(2)
+            out.bulk(String(page.next))
+            out.arrayHeader(page.items.count)
+            for item in page.items { out.bulk(item.sub) }
+        },
+    ]
+
+    /// The arguments without repeats, in their first order.
+    static func distinct(_ args: ArraySlice<[UInt8]>) -> [[UInt8]] {
+        var seen = Set<[UInt8]>()
+        return args.filter { seen.insert($0).inserted }
+    }
+
+    /// The keys of `numkeys key [key ...] ...` with `numkeys` at `countAt` (none when it is
+    /// not a usable count: the handler answers the error).
+    static func numberedKeys(_ argv: [[UInt8]], countAt: Int) -> [[UInt8]] {
+        guard countAt < argv.count, let n = Bytes.int64(argv[countAt]), n > 0, Int(n) <= argv.count - countAt - 1 else { return [] }
+        return Array(argv[(countAt + 1)...(countAt + Int(n))])
+    }
+
+    /// Whether each of `members` belongs to set `key` (all false when it is missing).
+    static func contains(_ call: Call, _ key: [UInt8], _ members: [[UInt8]]) throws(CommandError) -> [Bool] {
+        guard let meta = try call.collection(key, .set) else { return Array(repeating: false, count: members.count) }
+        return try call.members(meta, of: key, .member, members).map { $0 != nil }
+    }
+
+    /// Every member of set `key`, in byte order; empty when missing, WRONGTYPE for another type.
+    static func all(_ call: Call, _ key: [UInt8]) throws(CommandError) -> [[UInt8]] {
+        guard let meta = try call.collection(key, .set) else { return [] }
+        var members: [[UInt8]] = []
+        members.reserveCapacity(Int(min(meta.size, 1 << 20)))
+        try call.scanMembers(meta, of: key, .member) { sub, _ in
+            members.append(sub)
+            return true
+        }
+        return members
+    }
+
+    static func reply(_ members: [[UInt8]], _ out: inout RESPWriter) {
+        out.setHeader(members.count)
+        for m in members { out.bulk(m) }
+    }
+
+    /// SINTERSTORE, SUNIONSTORE, SDIFFSTORE: replaces the destination (argument 1) with the
+    /// result, or deletes it when the result is empty; returns the result's size.
+    static func store(_ call: Call, _ compute: () throws(CommandError) -> [[UInt8]]) throws(CommandError) -> Int {
+        try call.locked(Array(call.argv[1...])) { () throws(CommandError) -> Int in
+            let members = try compute()
+            let destination = call[1]
+            var change = call.fresh(destination, .set)
+            for m in members { change.put(.member, m, []) }
+            change.meta.size = UInt64(members.count)
+            if members.isEmpty {
+                if try call.withStored(destination, { t, _, _ in t != nil }) { try call.remove(destination) }
+                return 0
+            }
+            try call.commit(change)
+            return members.count
+        }
+    }
+
+    /// SINTERCARD: https://redis.io/docs/latest/commands/sintercard/
+    static func interCard(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        guard let n = Bytes.int64(call[1]), n > 0 else { throw CommandError("ERR", "numkeys should be greater than 0") }
+        guard n <= call.count - 2 else { throw CommandError("ERR", "Number of keys can't be greater than number of args") }
+        let keys = Array(call.argv[2..<(2 + Int(n))])
+        var limit = 0
+        var i = 2 + Int(n)
+        while i < call.count {
+            guard call[i].isKeyword("LIMIT"), i + 1 < call.count else { throw .syntax }
+            guard let l = Bytes.int64(call[i + 1]), l >= 0 else { throw CommandError("ERR", "LIMIT can't be negative") }
+            limit = Int(clamping: l)
+            i += 2
+        }
+        out.integer(try SetAlgebra.inter(call, keys, limit: limit).count)
+    }
+
+    /// Pops up to `count` members of a set (under its lock): `SPOP`. Small sets give uniformly
+    /// random members; a large one takes the member after a random point of its key space,
+    /// falling back to its first member (`RandomMembers`). A pop from the front also covers
+    /// the earlier pops' deletions with a range deletion, so popping a big set empty stays fast.
+    static func pop(_ call: Call, _ meta: CollectionMetadata, count: Int) throws(CommandError) -> [[UInt8]] {
+        guard count > 0 else { return [] }
+        var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+        var popped: [[UInt8]] = []
+        if UInt64(count) >= meta.size {
+            popped = try all(call, call[1])
+        } else if meta.size <= RandomMembers.readAllLimit {
+            popped = try RandomMembers.pick(call, meta, of: call[1], count: count, distinct: true).map(\.sub)
+        } else {
+            var front: [UInt8]? = nil
+            var taken = Set<[UInt8]>()
+            for _ in 0..<(count * 4 + 16) where popped.count < count {
+                var probe = [UInt8](repeating: 0, count: 8)
+                for i in probe.indices { probe[i] = UInt8.random(in: 0...255) }
+                var found: [UInt8]? = nil
+                try call.scanMembers(meta, of: call[1], .member, from: probe) { sub, _ in
+                    if taken.contains(sub) { return true }
+                    found = sub
+                    return false
+                }
+                if found == nil {
+                    // Past the last member: the front, after the members this call already took.
+                    try call.scanMembers(meta, of: call[1], .member, from: front.map { $0 + [0] }) { sub, _ in
+                        if taken.contains(sub) { return true }
+                        found = sub
+                        front = sub
+                        return false
+                    }
+                }
+                guard let found else { break }
+                taken.insert(found)
+                popped.append(found)
+            }
+            if let front { change.deleteFront(.member, through: front) }
+        }
+        for m in popped { change.delete(.member, m) }
+        change.meta.size -= UInt64(popped.count)
+        try call.commit(change)
+        return popped
+    }
+}

@@ -1,0 +1,3 @@
+enum SortedSetCommands {
+    static let all: [Command] = []
+}
