@@ -50,6 +50,13 @@ struct CollectionChange {
         rangeDeletes.append((prefix + [tag.rawValue], entryKey(tag, sub) + [0]))
     }
 
+    /// The mirror of `deleteFront` for pops from the back (ZPOPMAX): every `tag` entry from
+    /// `sub` to the last.
+    mutating func deleteBack(_ tag: MemberKeys.Tag, from sub: some Collection<UInt8>) {
+        let tagPrefix = prefix + [tag.rawValue]
+        rangeDeletes.append((entryKey(tag, sub), Call.prefixEnd(tagPrefix) ?? tagPrefix + [0xFF]))
+    }
+
     var isEmpty: Bool { puts.isEmpty && deletes.isEmpty && !replaces }
 }
 

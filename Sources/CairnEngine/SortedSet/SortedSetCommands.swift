@@ -1,3 +1,266 @@
+import RESP
+
+/// The sorted-set family: https://redis.io/docs/latest/commands/?group=sorted-set
+///
+/// A sorted set is its metadata under the key and two members-family entries per member
+/// (`SortedSetEntries`): by member for ZSCORE, by (score, member) for ranges and pops. ZRANK
+/// counts the entries before the member (O(rank)); BYLEX ranges walk the members in byte
+/// order, which is Redis's order when all scores are equal (the case BYLEX is defined for).
 enum SortedSetCommands {
-    static let all: [Command] = []
+    static let all: [Command] = [
+        Command("zadd", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
+                summary: "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.",
+                arguments: "key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]", handler: add),
+        Command("zincrby", arity: 4, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
+                summary: "Increments the score of a member in a sorted set.", arguments: "key increment member") { call, out throws(CommandError) in
+            guard let delta = Scores.parse(call[2]) else { throw .notFloat }
+            let result = try update(call, [(call[3], delta)], AddOptions(increment: true))
+            if let score = result.score { Scores.write(score, &out) } else { out.null() }
+        },
+        Command("zrem", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
+                summary: "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.",
+                arguments: "key member [member ...]") { call, out throws(CommandError) in
+            let removed = try call.locked(call[1]) { () throws(CommandError) -> Int in
+                guard let meta = try call.collection(call[1], .zset) else { return 0 }
+                var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+                let members = SetCommands.distinct(call.argv[2...])
+                var removed = 0
+                for (m, score) in zip(members, try SortedSetEntries.scores(call, meta, call[1], members)) {
+                    guard let score else { continue }
+                    SortedSetEntries.remove(&change, SortedEntry(member: m, score: score))
+                    removed += 1
+                }
+                if removed > 0 { try call.commit(change) }
+                return removed
+            }
+            out.integer(removed)
+        },
+        Command("zcard", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
+                summary: "Returns the number of members in a sorted set.", arguments: "key") { call, out throws(CommandError) in
+            out.integer(Int64(try call.collection(call[1], .zset)?.size ?? 0))
+        },
+        Command("zscore", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
+                summary: "Returns the score of a member in a sorted set.", arguments: "key member") { call, out throws(CommandError) in
+            guard let meta = try call.collection(call[1], .zset), let score = try SortedSetEntries.score(call, meta, call[1], call[2]) else {
+                out.null()
+                return
+            }
+            Scores.write(score, &out)
+        },
+        Command("zmscore", arity: -3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "6.2.0",
+                summary: "Returns the score of one or more members in a sorted set.", arguments: "key member [member ...]") {
+            call, out throws(CommandError) in
+            let members = Array(call.argv[2...])
+            let scores = try call.collection(call[1], .zset).map { (meta: CollectionMetadata) throws(CommandError) -> [Double?] in
+                try SortedSetEntries.scores(call, meta, call[1], members)
+            } ?? Array(repeating: nil, count: members.count)
+            out.arrayHeader(scores.count)
+            for s in scores { if let s { Scores.write(s, &out) } else { out.null() } }
+        },
+        Command("zcount", arity: 4, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
+                summary: "Returns the count of members in a sorted set that have scores within a range.", arguments: "key min max") {
+            call, out throws(CommandError) in
+            let range = try ScoreRange(call[2], call[3])
+            var n = 0
+            if let meta = try call.collection(call[1], .zset) {
+                try SortedSetEntries.scan(call, meta, call[1], range) { _ in n += 1; return true }
+            }
+            out.integer(n)
+        },
+        Command("zlexcount", arity: 4, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
+                summary: "Returns the number of members in a sorted set within a lexicographical range.", arguments: "key min max") {
+            call, out throws(CommandError) in
+            let range = try LexRange(call[2], call[3])
+            var n = 0
+            if let meta = try call.collection(call[1], .zset) {
+                try SortedSetEntries.scanLex(call, meta, call[1], range) { _ in n += 1; return true }
+            }
+            out.integer(n)
+        },
+        Command("zrank", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
+                summary: "Returns the index of a member in a sorted set ordered by ascending scores.", arguments: "key member") {
+            call, out throws(CommandError) in
+            try rank(call, &out, reverse: false)
+        },
+        Command("zrevrank", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
+                summary: "Returns the index of a member in a sorted set ordered by descending scores.", arguments: "key member") {
+            call, out throws(CommandError) in
+            try rank(call, &out, reverse: true)
+        },
+        Command("zpopmin", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "5.0.0",
+                summary: "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
+                arguments: "key [count]") { call, out throws(CommandError) in
+            try popCommand(call, &out, min: true)
+        },
+        Command("zpopmax", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "5.0.0",
+                summary: "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
+                arguments: "key [count]") { call, out throws(CommandError) in
+            try popCommand(call, &out, min: false)
+        },
+        Command("zrandmember", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "6.2.0",
+                summary: "Returns one or more random members from a sorted set.", arguments: "key [count [WITHSCORES]]", handler: randomMember),
+        Command("zscan", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.8.0",
+                summary: "Iterates over members and scores of a sorted set.", arguments: "key cursor [MATCH pattern] [COUNT count]") {
+            call, out throws(CommandError) in
+            let scan = try MemberScan(call)
+            let page = try scan.page(call, try call.collection(call[1], .zset), of: call[1])
+            out.arrayHeader(2)
+            out.bulk(String(page.next))
+            out.arrayHeader(page.items.count * 2)
+            for item in page.items {
+                out.bulk(item.sub)
+                out.bulk(Scores.text(MemberKeys.score(value: item.value)))
+            }
+        },
+    ] + SortedSetRanges.all + SortedSetAlgebra.all
+
+    /// ZADD's options (and ZINCRBY's: `increment`).
+    struct AddOptions {
+        var onlyNew = false  // NX
+        var onlyExisting = false  // XX
+        var greater = false  // GT
+        var less = false  // LT
+        var changed = false  // CH
+        var increment = false  // INCR
+    }
+
+    /// ZADD: https://redis.io/docs/latest/commands/zadd/
+    static func add(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        var o = AddOptions()
+        var i = 2
+        while i < call.count {
+            let a = call[i]
+            if a.isKeyword("NX") { o.onlyNew = true }
+            else if a.isKeyword("XX") { o.onlyExisting = true }
+            else if a.isKeyword("GT") { o.greater = true }
+            else if a.isKeyword("LT") { o.less = true }
+            else if a.isKeyword("CH") { o.changed = true }
+            else if a.isKeyword("INCR") { o.increment = true }
+            else { break }
+            i += 1
+        }
+        let elements = call.count - i
+        guard elements > 0, elements % 2 == 0 else { throw .syntax }
+        if o.onlyNew && o.onlyExisting { throw CommandError("ERR", "XX and NX options at the same time are not compatible") }
+        if (o.greater && o.onlyNew) || (o.less && o.onlyNew) || (o.greater && o.less) {
+            throw CommandError("ERR", "GT, LT, and/or NX options at the same time are not compatible")
+        }
+        if o.increment && elements > 2 { throw CommandError("ERR", "INCR option supports a single increment-element pair") }
+        var pairs: [([UInt8], Double)] = []
+        for j in stride(from: i, to: call.count, by: 2) {
+            guard let score = Scores.parse(call[j]) else { throw .notFloat }
+            pairs.append((call[j + 1], score))
+        }
+        let result = try update(call, pairs, o)
+        if o.increment {
+            if let score = result.score { Scores.write(score, &out) } else { out.null() }
+        } else {
+            out.integer(o.changed ? result.added + result.updated : result.added)
+        }
+    }
+
+    /// Adds or updates members of sorted set argument 1 under its lock (ZADD, ZINCRBY): the
+    /// numbers added and updated, and with `increment` the new score (nil when not applied).
+    static func update(_ call: Call, _ pairs: [([UInt8], Double)], _ o: AddOptions) throws(CommandError) -> (added: Int, updated: Int, score: Double?) {
+        try call.locked(call[1]) { () throws(CommandError) -> (added: Int, updated: Int, score: Double?) in
+            if o.onlyExisting, try call.collection(call[1], .zset) == nil { return (0, 0, nil) }
+            var change = try call.change(call[1], .zset)
+            var latest: [[UInt8]: Double] = [:]  // a member given twice: the last score wins
+            var order: [[UInt8]] = []
+            for (m, s) in pairs where latest.updateValue(s, forKey: m) == nil { order.append(m) }
+            let olds = change.existed ? try SortedSetEntries.scores(call, change.meta, call[1], order) : Array(repeating: nil, count: order.count)
+            var added = 0, updated = 0
+            var result: Double? = nil
+            for (member, old) in zip(order, olds) {
+                var score = latest[member]!
+                if let old {
+                    if o.onlyNew { continue }
+                    if o.increment {
+                        score += old
+                        if score.isNaN { throw CommandError("ERR", "resulting score is not a number (NaN)") }
+                    }
+                    if (o.less && score >= old) || (o.greater && score <= old) { continue }
+                    if score != old { updated += 1 }
+                } else {
+                    if o.onlyExisting { continue }
+                    added += 1
+                }
+                SortedSetEntries.put(&change, member, score == 0 ? 0 : score, old: old)
+                result = score
+            }
+            try call.commit(change)
+            return (added, updated, result)
+        }
+    }
+
+    static func rank(_ call: Call, _ out: inout RESPWriter, reverse: Bool) throws(CommandError) {
+        guard let meta = try call.collection(call[1], .zset), let r = try SortedSetEntries.rank(call, meta, call[1], call[2], reverse: reverse) else {
+            out.null()
+            return
+        }
+        out.integer(r)
+    }
+
+    /// Pops up to `count` members of the lowest (`min`) or highest scores from sorted set
+    /// `key`, taking its lock: ZPOPMIN, ZPOPMAX, and the blocking BZPOPMIN/BZPOPMAX/BZMPOP once
+    /// a member is there. nil when the key does not exist. The popped span is also covered by
+    /// a range deletion, so popping a big set empty stays at a steady rate.
+    static func pop(_ call: Call, _ key: [UInt8], min: Bool, count: Int) throws(CommandError) -> [SortedEntry]? {
+        try call.locked(key) { () throws(CommandError) -> [SortedEntry]? in
+            guard let meta = try call.collection(key, .zset) else { return nil }
+            guard count > 0 else { return [] }
+            var popped: [SortedEntry] = []
+            try SortedSetEntries.scan(call, meta, key, reverse: !min) { e in
+                popped.append(e)
+                return popped.count < count
+            }
+            var change = CollectionChange(key: key, meta: meta, family: call.family.name, existed: true)
+            for e in popped { SortedSetEntries.remove(&change, e) }
+            if let last = popped.last {
+                let sub = SortedSetEntries.indexKey(last.member, last.score)
+                if min { change.deleteFront(.score, through: sub) } else { change.deleteBack(.score, from: sub) }
+            }
+            try call.commit(change)
+            return popped
+        }
+    }
+
+    /// ZPOPMIN, ZPOPMAX: https://redis.io/docs/latest/commands/zpopmin/
+    static func popCommand(_ call: Call, _ out: inout RESPWriter, min: Bool) throws(CommandError) {
+        guard call.count <= 3 else { throw .syntax }
+        var count = 1
+        if call.count == 3 {
+            guard let n = Bytes.int64(call[2]) else { throw .notInteger }
+            guard n >= 0 else { throw CommandError("ERR", "value is out of range, must be positive") }
+            count = Int(clamping: n)
+        }
+        let popped = try pop(call, call[1], min: min, count: count) ?? []
+        // Without a count the reply is one flat [member, score], even in RESP3.
+        Scores.writeEntries(popped, withScores: true, pairs: call.count == 3, &out)
+    }
+
+    /// ZRANDMEMBER: https://redis.io/docs/latest/commands/zrandmember/
+    static func randomMember(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        guard call.count <= 4 else { throw .syntax }
+        var withScores = false
+        if call.count == 4 {
+            guard call[3].isKeyword("WITHSCORES") else { throw .syntax }
+            withScores = true
+        }
+        let meta = try call.collection(call[1], .zset)
+        guard call.count >= 3 else {
+            guard let meta, let pick = try RandomMembers.pick(call, meta, of: call[1], count: 1, distinct: true).first else { out.null(); return }
+            out.bulk(pick.sub)
+            return
+        }
+        let count = try call.integer(2)
+        if count == Int64.min {
+            throw CommandError("ERR", "value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+        }
+        if withScores && count.magnitude > UInt64(Int64.max / 2) { throw CommandError("ERR", "value is out of range") }
+        guard let meta, count != 0 else { out.arrayHeader(0); return }
+        let picks = try RandomMembers.pick(call, meta, of: call[1], count: Int(clamping: count.magnitude), distinct: count > 0)
+        let entries = picks.map { SortedEntry(member: $0.sub, score: MemberKeys.score(value: $0.value)) }
+        Scores.writeEntries(entries, withScores: withScores, &out)
+    }
 }

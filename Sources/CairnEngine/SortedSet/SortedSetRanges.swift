@@ -1,0 +1,176 @@
+import RESP
+
+/// ZRANGE and its older forms (ZREVRANGE, ZRANGEBYSCORE, ZREVRANGEBYSCORE, ZRANGEBYLEX,
+/// ZREVRANGEBYLEX), ZRANGESTORE, and the ZREMRANGEBY* commands: one parser and one reader,
+/// as Redis's `zrangeGenericCommand`. https://redis.io/docs/latest/commands/zrange/
+enum SortedSetRanges {
+    static let all: [Command] = [
+        Command("zrange", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
+                summary: "Returns members in a sorted set within a range of indexes.",
+                arguments: "key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]") { call, out throws(CommandError) in
+            try range(call, &out, keyAt: 1, kind: nil, reverse: nil)
+        },
+        Command("zrevrange", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
+                summary: "Returns members in a sorted set within a range of indexes in reverse order.",
+                arguments: "key start stop [WITHSCORES]") { call, out throws(CommandError) in
+            try range(call, &out, keyAt: 1, kind: .rank, reverse: true)
+        },
+        Command("zrangebyscore", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "1.0.5",
+                summary: "Returns members in a sorted set within a range of scores.",
+                arguments: "key min max [WITHSCORES] [LIMIT offset count]") { call, out throws(CommandError) in
+            try range(call, &out, keyAt: 1, kind: .score, reverse: false)
+        },
+        Command("zrevrangebyscore", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.2.0",
+                summary: "Returns members in a sorted set within a range of scores in reverse order.",
+                arguments: "key max min [WITHSCORES] [LIMIT offset count]") { call, out throws(CommandError) in
+            try range(call, &out, keyAt: 1, kind: .score, reverse: true)
+        },
+        Command("zrangebylex", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
+                summary: "Returns members in a sorted set within a lexicographical range.",
+                arguments: "key min max [LIMIT offset count]") { call, out throws(CommandError) in
+            try range(call, &out, keyAt: 1, kind: .lex, reverse: false)
+        },
+        Command("zrevrangebylex", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
+                summary: "Returns members in a sorted set within a lexicographical range in reverse order.",
+                arguments: "key max min [LIMIT offset count]") { call, out throws(CommandError) in
+            try range(call, &out, keyAt: 1, kind: .lex, reverse: true)
+        },
+        Command("zrangestore", arity: -5, flags: [.write], keys: (1, 2, 1), group: "sortedset", since: "6.2.0",
+                summary: "Stores a range of members from sorted set in a key.",
+                arguments: "dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]") { call, out throws(CommandError) in
+            try range(call, &out, keyAt: 2, kind: nil, reverse: nil)
+        },
+        Command("zremrangebyrank", arity: 4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
+                summary: "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.",
+                arguments: "key start stop") { call, out throws(CommandError) in
+            let start = try call.integer(2), stop = try call.integer(3)
+            out.integer(try remove(call) { (meta: CollectionMetadata) throws(CommandError) -> [SortedEntry] in
+                try SortedSetEntries.byRank(call, meta, call[1], start, stop, reverse: false)
+            })
+        },
+        Command("zremrangebyscore", arity: 4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
+                summary: "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.",
+                arguments: "key min max") { call, out throws(CommandError) in
+            let r = try ScoreRange(call[2], call[3])
+            out.integer(try remove(call) { (meta: CollectionMetadata) throws(CommandError) -> [SortedEntry] in
+                var found: [SortedEntry] = []
+                try SortedSetEntries.scan(call, meta, call[1], r) { e in found.append(e); return true }
+                return found
+            })
+        },
+        Command("zremrangebylex", arity: 4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
+                summary: "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.",
+                arguments: "key min max") { call, out throws(CommandError) in
+            let r = try LexRange(call[2], call[3])
+            out.integer(try remove(call) { (meta: CollectionMetadata) throws(CommandError) -> [SortedEntry] in
+                var found: [SortedEntry] = []
+                try SortedSetEntries.scanLex(call, meta, call[1], r) { e in found.append(e); return true }
+                return found
+            })
+        },
+    ]
+
+    enum Kind { case rank, score, lex }
+
+    /// Removes the entries `select` finds in sorted set argument 1, under its lock; their number.
+    static func remove(_ call: Call, _ select: (CollectionMetadata) throws(CommandError) -> [SortedEntry]) throws(CommandError) -> Int {
+        try call.locked(call[1]) { () throws(CommandError) -> Int in
+            guard let meta = try call.collection(call[1], .zset) else { return 0 }
+            let found = try select(meta)
+            var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+            for e in found { SortedSetEntries.remove(&change, e) }
+            if !found.isEmpty { try call.commit(change) }
+            return found.count
+        }
+    }
+
+    /// The range commands: the source key at `keyAt` (2 for ZRANGESTORE, whose destination is
+    /// argument 1), `kind` and `reverse` fixed by the legacy forms, nil where ZRANGE takes them
+    /// from its options.
+    static func range(_ call: Call, _ out: inout RESPWriter, keyAt: Int, kind fixedKind: Kind?, reverse fixedReverse: Bool?) throws(CommandError) {
+        let store = keyAt == 2
+        var kind = fixedKind
+        var reverse = fixedReverse
+        var withScores = false
+        var limit: (offset: Int64, count: Int64)? = nil
+        var j = keyAt + 3
+        while j < call.count {
+            let a = call[j]
+            let left = call.count - j - 1
+            if !store && a.isKeyword("WITHSCORES") {
+                withScores = true
+            } else if a.isKeyword("LIMIT") && left >= 2 {
+                limit = (try call.integer(j + 1), try call.integer(j + 2))
+                j += 2
+            } else if fixedReverse == nil && reverse == nil && a.isKeyword("REV") {
+                reverse = true
+            } else if fixedKind == nil && kind == nil && a.isKeyword("BYSCORE") {
+                kind = .score
+            } else if fixedKind == nil && kind == nil && a.isKeyword("BYLEX") {
+                kind = .lex
+            } else {
+                throw .syntax
+            }
+            j += 1
+        }
+        let resolvedKind = kind ?? .rank
+        let rev = reverse ?? false
+        if limit != nil && resolvedKind == .rank {
+            throw CommandError("ERR", "syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+        }
+        if withScores && resolvedKind == .lex { throw CommandError("ERR", "syntax error, WITHSCORES not supported in combination with BYLEX") }
+        // Reversed score and lex ranges take the maximum first.
+        var (minArg, maxArg) = (call[keyAt + 1], call[keyAt + 2])
+        if rev && resolvedKind != .rank { swap(&minArg, &maxArg) }
+        let key = call[keyAt]
+        let read = { () throws(CommandError) -> [SortedEntry] in
+            var offset = limit?.offset ?? 0
+            let count = limit?.count ?? -1
+            var found: [SortedEntry] = []
+            switch resolvedKind {
+            case .rank:
+                let start = try call.integer(keyAt + 1), stop = try call.integer(keyAt + 2)
+                guard let meta = try call.collection(key, .zset) else { return [] }
+                return try SortedSetEntries.byRank(call, meta, key, start, stop, reverse: rev)
+            case .score:
+                let r = try ScoreRange(minArg, maxArg)
+                guard let meta = try call.collection(key, .zset), offset >= 0, count != 0 else { return [] }
+                try SortedSetEntries.scan(call, meta, key, r, reverse: rev) { e in
+                    if offset > 0 { offset -= 1; return true }
+                    found.append(e)
+                    return count < 0 || found.count < count
+                }
+            case .lex:
+                let r = try LexRange(minArg, maxArg)
+                guard let meta = try call.collection(key, .zset), offset >= 0, count != 0 else { return [] }
+                try SortedSetEntries.scanLex(call, meta, key, r, reverse: rev) { e in
+                    if offset > 0 { offset -= 1; return true }
+                    found.append(e)
+                    return count < 0 || found.count < count
+                }
+            }
+            return found
+        }
+        guard store else {
+            Scores.writeEntries(try read(), withScores: withScores, &out)
+            return
+        }
+        let stored = try call.locked([call[1], key]) { () throws(CommandError) -> Int in
+            try storeEntries(call, call[1], try read())
+        }
+        out.integer(stored)
+    }
+
+    /// Replaces `destination` with a sorted set of `entries` (deletes it when there are none);
+    /// their number. Call under the destination's lock.
+    static func storeEntries(_ call: Call, _ destination: [UInt8], _ entries: [SortedEntry]) throws(CommandError) -> Int {
+        if entries.isEmpty {
+            if try call.withStored(destination, { t, _, _ in t != nil }) { try call.remove(destination) }
+            return 0
+        }
+        var change = call.fresh(destination, .zset)
+        for e in entries { SortedSetEntries.put(&change, e.member, e.score, old: nil) }
+        try call.commit(change)
+        return entries.count
+    }
+}
