@@ -345,3 +345,27 @@ def test_sorted_sets_survive_a_restart_and_a_kill(fresh_server):
         assert c.zcard("z") == 491 and c.zrange("z", 0, 1) == [b"low", b"m10"]
     finally:
         srv.cleanup()
+
+
+def test_pops_find_members_added_where_earlier_pops_were(r):
+    r.zadd("q", {f"m{i:05d}": i for i in range(100)})
+    assert ws(r.zpopmin("q", 10))[-1] == (b"m00009", 9)
+    r.zadd("q", {"early": 5})
+    assert ws(r.zpopmin("q")) == [(b"early", 5)]
+    assert ws(r.zpopmax("q", 10))[-1] == (b"m00090", 90)
+    r.zadd("q", {"late": 95})
+    assert ws(r.zpopmax("q")) == [(b"late", 95)]
+    r.zincrby("q", -100, "m00050")
+    assert ws(r.zpopmin("q")) == [(b"m00050", -50)]
+    p = r.pipeline(transaction=True)
+    p.zpopmin("q", 5)
+    p.zadd("q", {"inside": 0})
+    p.zpopmin("q")
+    out = p.execute()
+    assert ws(out[0])[0] == (b"m00010", 10) and ws(out[2]) == [(b"inside", 0)]
+    assert ws(r.zpopmin("q")) == [(b"m00015", 15)]
+    r.sadd("s", *[f"m{i:05d}" for i in range(6000)])
+    first = r.spop("s", 3000)
+    r.sadd("s", "a-first")
+    rest = r.spop("s", 10000)
+    assert b"a-first" in rest and len(rest) == 3001 and not (set(first) & set(rest))

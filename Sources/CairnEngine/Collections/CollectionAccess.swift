@@ -14,8 +14,6 @@ struct CollectionChange {
     var replaces = false
     private(set) var puts: [([UInt8], [UInt8])] = []
     private(set) var deletes: [[UInt8]] = []
-    /// Range deletions `[lower, end)` of entries already deleted one by one (`deleteFront`).
-    private(set) var rangeDeletes: [(lower: [UInt8], end: [UInt8])] = []
 
     init(key: [UInt8], meta: CollectionMetadata, family: String, existed: Bool) {
         self.key = key
@@ -39,22 +37,6 @@ struct CollectionChange {
 
     mutating func delete(_ tag: MemberKeys.Tag, _ sub: some Collection<UInt8>) {
         deletes.append(entryKey(tag, sub))
-    }
-
-    /// Also covers every `tag` entry from the first through `sub` with one range deletion, for
-    /// pops from the front (ZPOPMIN, SPOP): the point deletions of earlier pops stay in the
-    /// data until compaction, and the next seek would step over each of them; a range
-    /// tombstone lets it skip them at once. Only for entries known to be deleted already (or in
-    /// this change). Inside EXEC it is left out: the point deletions are what counts.
-    mutating func deleteFront(_ tag: MemberKeys.Tag, through sub: some Collection<UInt8>) {
-        rangeDeletes.append((prefix + [tag.rawValue], entryKey(tag, sub) + [0]))
-    }
-
-    /// The mirror of `deleteFront` for pops from the back (ZPOPMAX): every `tag` entry from
-    /// `sub` to the last.
-    mutating func deleteBack(_ tag: MemberKeys.Tag, from sub: some Collection<UInt8>) {
-        let tagPrefix = prefix + [tag.rawValue]
-        rangeDeletes.append((entryKey(tag, sub), Call.prefixEnd(tagPrefix) ?? tagPrefix + [0xFF]))
     }
 
     var isEmpty: Bool { puts.isEmpty && deletes.isEmpty && !replaces }
@@ -206,7 +188,6 @@ extension Call {
         for c in changes {
             for (k, v) in c.puts { batch.put(k, v, in: members) }
             for k in c.deletes { batch.delete(k, in: members) }
-            for r in c.rangeDeletes { batch.deleteRange(from: r.lower, to: r.end, in: members) }
             if c.meta.size == 0 { batch.delete(c.key, in: family.handle) } else { batch.put(c.key, c.meta.stored, in: family.handle) }
         }
         let options = engine.writeOptions

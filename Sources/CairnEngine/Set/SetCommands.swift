@@ -20,6 +20,7 @@ enum SetCommands {
                     added += 1
                 }
                 change.meta.size += UInt64(added)
+                PoppedFronts.shared.noteInserts(call, PoppedFronts.prefix(call, change.meta, call[1], .member), members)
                 if added > 0 { try call.commit(change) }
                 return added
             }
@@ -117,6 +118,7 @@ enum SetCommands {
                 var into = try call.change(destination, .set)
                 let already = to == nil ? false : try call.member(into.meta, of: destination, .member, member) != nil
                 if !already {
+                    PoppedFronts.shared.noteInserts(call, PoppedFronts.prefix(call, into.meta, destination, .member), [member])
                     into.put(.member, member, [])
                     into.meta.size += 1
                 }
@@ -236,8 +238,8 @@ enum SetCommands {
 
     /// Pops up to `count` members of a set (under its lock): `SPOP`. Small sets give uniformly
     /// random members; a large one takes the member after a random point of its key space,
-    /// falling back to its first member (`RandomMembers`). A pop from the front also covers
-    /// the earlier pops' deletions with a range deletion, so popping a big set empty stays fast.
+    /// falling back to its first member (`RandomMembers`). Pops from the front start where the
+    /// last one ended (`PoppedFronts`), so popping a big set empty stays at a steady rate.
     static func pop(_ call: Call, _ meta: CollectionMetadata, count: Int) throws(CommandError) -> [[UInt8]] {
         guard count > 0 else { return [] }
         var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
@@ -247,20 +249,23 @@ enum SetCommands {
         } else if meta.size <= RandomMembers.readAllLimit {
             popped = try RandomMembers.pick(call, meta, of: call[1], count: count, distinct: true).map(\.sub)
         } else {
+            let index = PoppedFronts.prefix(call, meta, call[1], .member)
+            let live = PoppedFronts.shared.range(call, index)
             var front: [UInt8]? = nil
             var taken = Set<[UInt8]>()
             for _ in 0..<(count * 4 + 16) where popped.count < count {
                 var probe = [UInt8](repeating: 0, count: 8)
                 for i in probe.indices { probe[i] = UInt8.random(in: 0...255) }
                 var found: [UInt8]? = nil
-                try call.scanMembers(meta, of: call[1], .member, from: probe) { sub, _ in
+                let start = live.lower.map { probe.lexicographicallyPrecedes($0) ? $0 : probe } ?? probe
+                try call.scanMembers(meta, of: call[1], .member, from: start) { sub, _ in
                     if taken.contains(sub) { return true }
                     found = sub
                     return false
                 }
                 if found == nil {
                     // Past the last member: the front, after the members this call already took.
-                    try call.scanMembers(meta, of: call[1], .member, from: front.map { $0 + [0] }) { sub, _ in
+                    try call.scanMembers(meta, of: call[1], .member, from: front.map { $0 + [0] } ?? live.lower) { sub, _ in
                         if taken.contains(sub) { return true }
                         found = sub
                         front = sub
@@ -271,7 +276,11 @@ enum SetCommands {
                 taken.insert(found)
                 popped.append(found)
             }
-            if let front { change.deleteFront(.member, through: front) }
+            for m in popped { change.delete(.member, m) }
+            change.meta.size -= UInt64(popped.count)
+            try call.commit(change)
+            if let front { PoppedFronts.shared.poppedFront(call, index, through: front) }
+            return popped
         }
         for m in popped { change.delete(.member, m) }
         change.meta.size -= UInt64(popped.count)

@@ -171,6 +171,7 @@ enum SortedSetCommands {
             let olds = change.existed ? try SortedSetEntries.scores(call, change.meta, call[1], order) : Array(repeating: nil, count: order.count)
             var added = 0, updated = 0
             var result: Double? = nil
+            var written: [[UInt8]] = []
             for (member, old) in zip(order, olds) {
                 var score = latest[member]!
                 if let old {
@@ -186,8 +187,10 @@ enum SortedSetCommands {
                     added += 1
                 }
                 SortedSetEntries.put(&change, member, score == 0 ? 0 : score, old: old)
+                written.append(SortedSetEntries.indexKey(member, score == 0 ? 0 : score))
                 result = score
             }
+            PoppedFronts.shared.noteInserts(call, PoppedFronts.prefix(call, change.meta, call[1], .score), written)
             try call.commit(change)
             return (added, updated, result)
         }
@@ -203,24 +206,27 @@ enum SortedSetCommands {
 
     /// Pops up to `count` members of the lowest (`min`) or highest scores from sorted set
     /// `key`, taking its lock: ZPOPMIN, ZPOPMAX, and the blocking BZPOPMIN/BZPOPMAX/BZMPOP once
-    /// a member is there. nil when the key does not exist. The popped span is also covered by
-    /// a range deletion, so popping a big set empty stays at a steady rate.
+    /// a member is there. nil when the key does not exist. The scan starts where the last pop
+    /// ended (`PoppedFronts`), so popping a big set empty stays at a steady rate.
     static func pop(_ call: Call, _ key: [UInt8], min: Bool, count: Int) throws(CommandError) -> [SortedEntry]? {
         try call.locked(key) { () throws(CommandError) -> [SortedEntry]? in
             guard let meta = try call.collection(key, .zset) else { return nil }
             guard count > 0 else { return [] }
+            let index = PoppedFronts.prefix(call, meta, key, .score)
+            let live = PoppedFronts.shared.range(call, index)
             var popped: [SortedEntry] = []
-            try SortedSetEntries.scan(call, meta, key, reverse: !min) { e in
-                popped.append(e)
+            var last: [UInt8]? = nil
+            try call.scanMembers(meta, of: key, .score, from: live.lower, to: live.upper, reverse: !min) { sub, _ in
+                popped.append(SortedSetEntries.entry(index: sub))
+                last = sub
                 return popped.count < count
             }
             var change = CollectionChange(key: key, meta: meta, family: call.family.name, existed: true)
             for e in popped { SortedSetEntries.remove(&change, e) }
-            if let last = popped.last {
-                let sub = SortedSetEntries.indexKey(last.member, last.score)
-                if min { change.deleteFront(.score, through: sub) } else { change.deleteBack(.score, from: sub) }
-            }
             try call.commit(change)
+            if let last {
+                if min { PoppedFronts.shared.poppedFront(call, index, through: last) } else { PoppedFronts.shared.poppedBack(call, index, from: last) }
+            }
             return popped
         }
     }
