@@ -1,3 +1,4 @@
+import Rocks
 import Synchronization
 
 /// Where the live entries of a collection that is being popped begin (ZPOPMIN, SPOP) or end
@@ -8,9 +9,10 @@ import Synchronization
 /// RocksDB 7.8.3: every read then re-fragments all the memtable's range tombstones, and pops
 /// fell to a few per second after a thousand of them; `scripts/bench-shrink` measures.)
 ///
-/// A bound is only a hint kept in memory, per database, collection version and index (the tag
-/// prefix of the members-family key): a write that puts an entry beyond it drops it
-/// (`noteInsert`), pops move it only outside EXEC (a discarded transaction must not leave it
+/// A bound is only a hint kept in memory, per collection version and index (the tag prefix of
+/// the members-family key), for the database being served (a restore or reopen swaps it and
+/// the hints are dropped): a write that puts an entry beyond it drops it
+/// (`noteInserts`), pops move it only outside EXEC (a discarded transaction must not leave it
 /// past live entries), and a missing hint means "scan from the start". Callers hold the
 /// collection's key lock.
 final class PoppedFronts: Sendable {
@@ -23,17 +25,26 @@ final class PoppedFronts: Sendable {
         var upper: [UInt8]? = nil
     }
 
-    private struct Scope: Hashable {
-        let database: ObjectIdentifier
-        let prefix: [UInt8]
+    /// The bounds by index prefix, for the database `owner` (a weak reference, so a swapped-in
+    /// database at a reused address is still told apart).
+    private struct Table: @unchecked Sendable {
+        weak var owner: Database?
+        var bounds: [[UInt8]: Bounds] = [:]
     }
 
-    private let bounds = Mutex<[Scope: Bounds]>([:])
+    private let table = Mutex(Table())
     /// Hints kept at most; past it they are all dropped (each costs only a slower next pop).
     private let capacity = 4096
 
-    private func scope(_ call: Call, _ prefix: [UInt8]) -> Scope {
-        Scope(database: ObjectIdentifier(call.database), prefix: prefix)
+    private func withBounds<R>(_ call: Call, _ body: (inout [[UInt8]: Bounds]) -> R) -> R {
+        let database = call.database
+        return table.withLock { t in
+            if t.owner !== database {
+                t.owner = database
+                t.bounds.removeAll()
+            }
+            return body(&t.bounds)
+        }
     }
 
     /// The tag prefix of one collection's index: members-family keys start with it.
@@ -43,41 +54,44 @@ final class PoppedFronts: Sendable {
 
     /// The sub-key range (lower inclusive, upper exclusive) still worth scanning.
     func range(_ call: Call, _ prefix: [UInt8]) -> (lower: [UInt8]?, upper: [UInt8]?) {
-        let b = bounds.withLock { $0[scope(call, prefix)] }
+        let b = withBounds(call) { $0[prefix] }
         return (b?.lower, b?.upper)
     }
 
     /// After popping from the front through sub-key `last`: everything up to it is gone.
     func poppedFront(_ call: Call, _ prefix: [UInt8], through last: [UInt8]) {
         guard call.session.transaction == nil else { return }
-        let s = scope(call, prefix)
-        bounds.withLock { all in
-            if all.count >= capacity && all[s] == nil { all.removeAll(keepingCapacity: true) }
-            all[s, default: Bounds()].lower = last + [0]
+        withBounds(call) { all in
+            if all.count >= capacity && all[prefix] == nil { all.removeAll(keepingCapacity: true) }
+            all[prefix, default: Bounds()].lower = last + [0]
         }
     }
 
     /// After popping from the back down to sub-key `first`: everything from it on is gone.
     func poppedBack(_ call: Call, _ prefix: [UInt8], from first: [UInt8]) {
         guard call.session.transaction == nil else { return }
-        let s = scope(call, prefix)
-        bounds.withLock { all in
-            if all.count >= capacity && all[s] == nil { all.removeAll(keepingCapacity: true) }
-            all[s, default: Bounds()].upper = first
+        withBounds(call) { all in
+            if all.count >= capacity && all[prefix] == nil { all.removeAll(keepingCapacity: true) }
+            all[prefix, default: Bounds()].upper = first
         }
+    }
+
+    /// Forgets every bound: for a writer that puts members without going through the set and
+    /// sorted-set commands (a replication applier would).
+    func forgetAll() {
+        table.withLock { $0.bounds.removeAll() }
     }
 
     /// Entries `subs` are (or may be) written: a bound one of them falls outside of is dropped.
     func noteInserts(_ call: Call, _ prefix: [UInt8], _ subs: [[UInt8]]) {
         guard !subs.isEmpty else { return }
-        let s = scope(call, prefix)
-        bounds.withLock { all in
-            guard !all.isEmpty, var b = all[s] else { return }
+        withBounds(call) { all in
+            guard !all.isEmpty, var b = all[prefix] else { return }
             for sub in subs {
                 if let lower = b.lower, sub.lexicographicallyPrecedes(lower) { b.lower = nil }
                 if let upper = b.upper, !sub.lexicographicallyPrecedes(upper) { b.upper = nil }
             }
-            all[s] = (b.lower == nil && b.upper == nil) ? nil : b
+            all[prefix] = (b.lower == nil && b.upper == nil) ? nil : b
         }
     }
 }
