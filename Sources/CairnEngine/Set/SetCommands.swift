@@ -244,13 +244,18 @@ enum SetCommands {
         guard count > 0 else { return [] }
         var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
         var popped: [[UInt8]] = []
-        if UInt64(count) >= meta.size {
-            popped = try all(call, call[1])
-        } else if meta.size <= RandomMembers.readAllLimit {
-            popped = try RandomMembers.pick(call, meta, of: call[1], count: count, distinct: true).map(\.sub)
+        let index = PoppedFronts.prefix(call, meta, call[1], .member)
+        let live = PoppedFronts.shared.range(call, index)
+        if UInt64(count) >= meta.size || meta.size <= RandomMembers.readAllLimit {
+            // Read from where the popped front ends: a set popped down from a million members
+            // has the tombstones of all of them before its last few thousand.
+            var members: [[UInt8]] = []
+            try call.scanMembers(meta, of: call[1], .member, from: live.lower) { sub, _ in
+                members.append(sub)
+                return true
+            }
+            popped = UInt64(count) >= meta.size ? members : Array(members.shuffled().prefix(count))
         } else {
-            let index = PoppedFronts.prefix(call, meta, call[1], .member)
-            let live = PoppedFronts.shared.range(call, index)
             var front: [UInt8]? = nil
             var taken = Set<[UInt8]>()
             for _ in 0..<(count * 4 + 16) where popped.count < count {
