@@ -31,18 +31,18 @@ enum SortedSetAlgebra {
                 arguments: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]") {
             call, out throws(CommandError) in
             try combine(call, &out, .union, store: true)
-        }.findingKeys { [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) },
+        }.findingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
         Command("zinterstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
                 summary: "Stores the intersect of multiple sorted sets in a key.",
                 arguments: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: true)
-        }.findingKeys { [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) },
+        }.findingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
         Command("zdiffstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "6.2.0",
                 summary: "Stores the difference of multiple sorted sets in a key.", arguments: "destination numkeys key [key ...]") {
             call, out throws(CommandError) in
             try combine(call, &out, .diff, store: true)
-        }.findingKeys { [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) },
+        }.findingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
         Command("zintercard", arity: -3, flags: [.readonly], group: "sortedset", since: "7.0.0",
                 summary: "Returns the number of members of the intersect of multiple sorted sets.", arguments: "numkeys key [key ...] [LIMIT limit]") {
             call, out throws(CommandError) in
