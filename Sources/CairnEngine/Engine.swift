@@ -154,7 +154,14 @@ public final class Engine: @unchecked Sendable {
             logger.warning("leaving the database unclosed: RocksDB has not recovered from its write error; the next start replays the WAL")
             return
         }
-        try syncWALOrdered()
+        do {
+            try syncWALOrdered()
+        } catch where diskGuard.isFaulted {
+            // A flush or compaction ran out of space while we were stopping (the sync reports
+            // RocksDB's background error): as above.
+            logger.warning("leaving the database unclosed: RocksDB hit a write error while stopping (\(error)); the next start replays the WAL")
+            return
+        }
         try database.close()
     }
 
