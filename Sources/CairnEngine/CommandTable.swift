@@ -33,5 +33,6 @@ public struct CommandTable: Sendable {
         RangeCommands.all,
         BackupCommands.all,
         ACLCommands.all,
+        ScriptingCommands.all,
     ])
 }
