@@ -130,6 +130,9 @@ final class LuaState {
         budget.pointee.limit = budget.pointee.used + LuaState.memoryPerScript
         let status = lua_pcall(L, 0, 1, base + 1)
         budget.pointee.limit = 0
+        // A kill (or a stop for a retry) ends with this run: the next starts clean.
+        budget.pointee.killRequested = 0
+        cairn_lua_install_hook(L, LuaState.hookInterval)
         if status == 0 {
             LuaReplies.write(L, to: &out, scriptResp: run.resp)
         } else {

@@ -100,12 +100,12 @@ final class Scripting: @unchecked Sendable {
         let (source, noWrites) = try Scripting.stripShebang(stored)
         let version = out.version
         let reply = try lua.withLock { (state: inout LuaState) throws(CommandError) -> [UInt8] in
+            budget.pointee.killRequested = 0
             try state.compile(sha, source)
             if body != nil { bodies.withLock { $0[sha] = stored } }
             runningWrote.store(false, ordering: .relaxed)
             runningSession.store(session.id, ordering: .relaxed)
             runningSince.store(Clock.milliseconds(), ordering: .releasing)
-            budget.pointee.killRequested = 0
             defer { runningSince.store(0, ordering: .releasing) }
             let state = state
             if session.transaction != nil {
@@ -124,7 +124,6 @@ final class Scripting: @unchecked Sendable {
             if let bytes = try engine.locks.withLocks(keys, in: family, { () throws(CommandError) in try attempt(declared) }) {
                 return bytes
             }
-            budget.pointee.killRequested = 0
             return try engine.locks.withEveryStripe { () throws(CommandError) in try attempt(nil) } ?? []
         }
         out.bytes.append(contentsOf: reply)
@@ -213,6 +212,12 @@ final class Scripting: @unchecked Sendable {
         shuttingDown.store(true, ordering: .relaxed)
         if runningSince.load(ordering: .acquiring) != 0 { budget.pointee.killRequested = 1 }
     }
+}
+
+extension Engine {
+    /// Stops the running script, if any, dropping its staged writes; scripts started later
+    /// commit nothing. The server calls this when it begins shutting down.
+    public func stopScripts() { scripting.stopForShutdown() }
 }
 
 extension String {
