@@ -99,32 +99,37 @@ final class Scripting: @unchecked Sendable {
         guard let stored else { throw ScriptingCommands.noScript }
         let (source, noWrites) = try Scripting.stripShebang(stored)
         let version = out.version
-        let reply = try lua.withLock { (state: inout LuaState) throws(CommandError) -> [UInt8] in
-            budget.pointee.killRequested = 0
-            try state.compile(sha, source)
-            if body != nil { bodies.withLock { $0[sha] = stored } }
-            runningWrote.store(false, ordering: .relaxed)
-            runningSession.store(session.id, ordering: .relaxed)
-            runningSince.store(Clock.milliseconds(), ordering: .releasing)
-            defer { runningSince.store(0, ordering: .releasing) }
-            let state = state
-            if session.transaction != nil {
-                // Inside EXEC: its transaction holds the declared keys' stripes and commits.
-                let held = Set(keys.map { engine.locks.stripe(for: $0, in: session.family) })
-                let run = makeRun(engine, session, sha, readOnly || noWrites, held: held, insideExec: true)
-                var out = RESPWriter(version: version)
-                state.call(run, keys: keys, args: args, out: &out)
-                return out.bytes
+        let readOnly = readOnly || noWrites
+        // Stripes first, then the Lua state, on every path (EXEC takes its stripes before it
+        // runs a queued EVAL): one order, so no deadlock between a script and an EXEC.
+        let once = { (held: Set<Int>?, insideExec: Bool) throws(CommandError) -> [UInt8]? in
+            try self.lua.withLock { (state: inout LuaState) throws(CommandError) -> [UInt8]? in
+                self.budget.pointee.killRequested = 0
+                try state.compile(sha, source)
+                if body != nil { self.bodies.withLock { $0[sha] = stored } }
+                self.runningWrote.store(false, ordering: .relaxed)
+                self.runningSession.store(session.id, ordering: .relaxed)
+                self.runningSince.store(Clock.milliseconds(), ordering: .releasing)
+                defer { self.runningSince.store(0, ordering: .releasing) }
+                if insideExec {
+                    let run = self.makeRun(engine, session, sha, readOnly, held: held, insideExec: true)
+                    var out = RESPWriter(version: version)
+                    state.call(run, keys: keys, args: args, out: &out)
+                    return out.bytes
+                }
+                return try self.attempt(engine, session, sha, readOnly, held: held, state: state, keys: keys, args: args, version: version)
             }
-            let family = session.family
-            let declared = Set(keys.map { engine.locks.stripe(for: $0, in: family) })
-            let attempt = { (held: Set<Int>?) throws(CommandError) -> [UInt8]? in
-                try self.attempt(engine, session, sha, readOnly || noWrites, held: held, state: state, keys: keys, args: args, version: version)
-            }
-            if let bytes = try engine.locks.withLocks(keys, in: family, { () throws(CommandError) in try attempt(declared) }) {
-                return bytes
-            }
-            return try engine.locks.withEveryStripe { () throws(CommandError) in try attempt(nil) } ?? []
+        }
+        let family = session.family
+        let declared = Set(keys.map { engine.locks.stripe(for: $0, in: family) })
+        let reply: [UInt8]
+        if session.transaction != nil {
+            // Inside EXEC: its transaction holds the declared keys' stripes and commits.
+            reply = try once(declared, true) ?? []
+        } else if let bytes = try engine.locks.withLocks(keys, in: family, { () throws(CommandError) in try once(declared, false) }) {
+            reply = bytes
+        } else {
+            reply = try engine.locks.withEveryStripe { () throws(CommandError) in try once(nil, false) } ?? []
         }
         out.bytes.append(contentsOf: reply)
     }
