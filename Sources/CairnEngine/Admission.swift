@@ -32,6 +32,7 @@ extension Engine {
         if session.authenticated, let refusal = guardrails.check(command, argv, session: session) {
             return .refused(command, refusal)
         }
+        if let busy = scripting.busyRefusal(command, session: session, engine: self) { return .refused(command, busy) }
         if session.inTransaction && command.flags.contains(.noTransaction) {
             return .refused(command, CommandError("ERR", "Command not allowed inside a transaction"))
         }

@@ -35,6 +35,17 @@ public struct Command: Sendable {
         case write
     }
 
+    /// For a command whose keys are not at fixed positions (EVAL's `numkeys`): finds them, for
+    /// `keys(in:)` (EXEC's locks, ACL key patterns, size limits).
+    private(set) var movableKeys: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
+
+    /// This command with keys found by `finder` (see `movableKeys`).
+    func movingKeys(_ finder: @escaping @Sendable ([[UInt8]]) -> [[UInt8]]) -> Command {
+        var copy = self
+        copy.movableKeys = finder
+        return copy
+    }
+
     /// For a counter command (INCR, DECR, INCRBY, DECRBY): its delta, from the request. The
     /// handler and the grouped write batch both take it from here (`counting(by:)`).
     private(set) var delta: (@Sendable (Call) throws(CommandError) -> Int64)? = nil
@@ -116,6 +127,7 @@ public struct Command: Sendable {
 
     /// The keys of a request, from the key positions.
     public func keys(in argv: [[UInt8]]) -> [[UInt8]] {
+        if let movableKeys { return movableKeys(argv) }
         guard firstKey > 0, firstKey < argv.count else { return [] }
         let last = lastKey < 0 ? argv.count + lastKey : min(lastKey, argv.count - 1)
         guard last >= firstKey else { return [] }

@@ -34,5 +34,6 @@ public struct CommandTable: Sendable {
         RangeCommands.all,
         BackupCommands.all,
         ACLCommands.all,
+        ScriptingCommands.all,
     ])
 }

@@ -177,6 +177,9 @@ public struct ConfigOption: Sendable {
         .int("slowlog-max-len", \.slowlogMaxLen),
         .string("port-file", mutable: false, \.portFile),
         .int("active-expire-effort", min: 1, max: 10, \.activeExpireEffort),
+        .int("busy-reply-threshold", min: Int(Int64.min), \.busyReplyThreshold),
+        // Redis's older name for the same setting.
+        .int("lua-time-limit", min: Int(Int64.min), \.busyReplyThreshold),
     ]
 
     /// Options Redis clients ask about that have a fixed answer in Cairn (the WAL is the log).

@@ -123,6 +123,10 @@ public struct Configuration: Sendable, Equatable {
     /// How hard the background expiry sweep works, 1...10 (Redis's name): each 100 ms it may
     /// spend 25 ms of one core at 1, up to 43 ms at 10. Default 1.
     public var activeExpireEffort = 1
+    /// Milliseconds a script may run before other clients' commands get `-BUSY` (and SCRIPT
+    /// KILL may stop it); 0 or less: never BUSY. Redis's `busy-reply-threshold`, alias
+    /// `lua-time-limit`. Default 5000.
+    public var busyReplyThreshold = 5000
 
     public init() {}
 

@@ -18,6 +18,8 @@ public final class Engine: @unchecked Sendable {
     public let table: CommandTable
     let locks = KeyLocks()
     let scanCursors = ScanCursors()
+    /// Lua scripting: the interpreter, the script cache, the running script (Scripting/).
+    let scripting = Scripting()
     /// Background deletion of expired keys; the server steps it from a timer.
     public let expirySweep = ExpirySweep()
     let config: Mutex<Configuration>

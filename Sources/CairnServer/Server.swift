@@ -285,6 +285,8 @@ public final class Server: ServerHooks, @unchecked Sendable {
         guard !shuttingDown.exchange(true, ordering: .relaxed) else { return }
         control.async { [self] in
             logger.notice("shutting down: no new connections, finishing replies")
+            // A running script would hold the long queue forever: it stops, leaving nothing.
+            engine.stopScripts()
             acceptQueue.sync {
                 acceptSource?.cancel()
                 // A suspended source runs its cancel handler (closing the listener) once resumed.
