@@ -33,6 +33,9 @@ public struct Command: Sendable {
         /// Requests of every client served in one poller round written as one batch
         /// (`Engine.writePlainWrites`).
         case write
+        /// Consecutive requests of one client run by their own handlers over a transaction
+        /// overlay and committed as one batch (`Engine.executeBatched`).
+        case batched
     }
 
     /// For a command whose keys are not at fixed positions (EVAL's `numkeys`): finds them, for

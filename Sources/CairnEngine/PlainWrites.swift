@@ -175,6 +175,8 @@ extension Engine {
                         case .increment(let key, let delta):
                             let slot = FamilyKey(family: ObjectIdentifier(family), key: key)
                             let old = current[slot] ?? Current()
+                            // As in Redis: the argument's error first, then the key's type.
+                            if case .failure(let e) = delta { return .error(e) }
                             if old.isCollection { return .error(.wrongType) }
                             switch delta.flatMap({ Engine.increment(old.payload, by: $0) }) {
                             case .failure(let e): return .error(e)

@@ -174,6 +174,9 @@ final class Connection: @unchecked Sendable {
                 let answered = engine.executePlainGets(gets, session: session, out: &writer, stopPast: sent + Connection.flushThreshold)
                 // The rest run after the client read these (backpressure, above).
                 heldBack.insert(contentsOf: gets[answered...], at: 0)
+            case .grouped(.batched):
+                engine.executeBatched(group(from: argv, while: { engine.grouping($0, session: $1) == .batched }, upTo: Engine.maxBatched),
+                                      session: session, out: &writer)
             case .long:
                 startLong(argv)
             case .alone:

@@ -162,20 +162,14 @@ final class Scripting: @unchecked Sendable {
         if run.needsEveryStripe && held != nil { return nil }
         // Writes made before a script error stay, as in Redis; a shutdown drops them.
         if tx.batch.count > 0 && !shuttingDown.load(ordering: .relaxed) {
-            let options = engine.writeOptions
             do {
-                try engine.storage("script commit") { try engine.database.write(tx.batch, options: options) }
+                try engine.commit(tx)
             } catch {
                 var failed = RESPWriter(version: version)
                 engine.reply(error, to: &failed)
                 return failed.bytes
             }
             session.unsyncedWrite = true
-            if tx.changedUnknownKeys {
-                engine.locks.changedEveryStripe()
-            } else {
-                for stripe in tx.changedStripes { engine.locks.changed(stripe: stripe) }
-            }
         }
         return out.bytes
     }
