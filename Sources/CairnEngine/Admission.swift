@@ -33,11 +33,18 @@ extension Engine {
             return .refused(command, refusal)
         }
         if let busy = scripting.busyRefusal(command, session: session, engine: self) { return .refused(command, busy) }
+        if session.subscriptionCount > 0 && session.protocolVersion == .v2 && !Engine.allowedWhileSubscribed.contains(command.name) {
+            return .refused(command, CommandError(
+                "ERR", "Can't execute '\(command.name)': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
+        }
         if session.inTransaction && command.flags.contains(.noTransaction) {
             return .refused(command, CommandError("ERR", "Command not allowed inside a transaction"))
         }
         return .admitted(command)
     }
+
+    /// What a RESP2 client may run while subscribed to a channel or pattern.
+    static let allowedWhileSubscribed: Set<String> = ["subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ping", "quit", "reset"]
 
     /// Records that `count` requests of `command` from `session` passed the door (or reached
     /// it, when refused): CLIENT LIST's `cmd` and `idle`, the count of commands processed.

@@ -28,6 +28,7 @@ public struct CommandTable: Sendable {
         KeyCommands.all,
         TransactionCommands.all,
         HashCommands.all,
+        PubSubCommands.all,
         ServerCommands.all,
         FamilyCommands.all,
         SnapshotCommands.all,

@@ -47,6 +47,8 @@ public final class Engine: @unchecked Sendable {
     /// The family holding the members of every family's hashes, sets, sorted sets and lists
     /// (`MemberKeys`); hidden like `metaFamilyName`.
     static let membersFamilyName = "cairn.members"
+    /// Channels, patterns and their subscribers.
+    public let pubsub = PubSub()
     /// Versions for new collections (`CollectionMetadata.version`).
     let collectionVersions = VersionClock()
 
@@ -266,6 +268,7 @@ public final class Engine: @unchecked Sendable {
 
     /// Releases what a closed connection owned: its snapshots and iterators.
     public func connectionClosed(_ session: Session) {
+        unsubscribeAll(session)
         session.queued = nil
         session.watched = []
         for it in session.iterators.values { it.cursor.close() }

@@ -10,8 +10,17 @@ public final class Session: @unchecked Sendable {
     public var id: Int64 { record.id }
     /// RESP2 until `HELLO 3`. CLIENT LIST's `resp=` follows it from here.
     public var protocolVersion: RESPVersion = .v2 {
-        didSet { record.state.withLock { $0.protocolVersion = protocolVersion.rawValue } }
+        didSet {
+            record.state.withLock { $0.protocolVersion = protocolVersion.rawValue }
+            subscriber?.version = protocolVersion
+        }
     }
+    /// How the server delivers pub/sub messages to this client; nil when it cannot (in-process).
+    public var subscriber: Subscriber? = nil
+    /// Channels and patterns this client is subscribed to.
+    var channels: Set<[UInt8]> = []
+    var patterns: Set<[UInt8]> = []
+    public var subscriptionCount: Int { channels.count + patterns.count }
     public var authenticated: Bool
     /// CLIENT LIST's `user=` follows it from here.
     public var user = "default" {

@@ -60,11 +60,30 @@ final class Connection: @unchecked Sendable {
     }
 
     func start() {
+        let queue = worker.queue
+        session.subscriber = Subscriber(id: session.id, version: session.protocolVersion) { [weak self] bytes in
+            guard let connection = self else { return }
+            queue.async { connection.push(bytes) }
+        }
         if !worker.poller.add(fd) {
             worker.logger.error("cannot watch client \(session.id)'s socket: \(String(cString: strerror(errno)))")
             close()
         }
     }
+
+    /// A pub/sub message for this client, published by any connection: it goes after the
+    /// replies already buffered. A subscriber that does not read is disconnected once
+    /// `pubsubOutputLimit` is pending, so publishers never wait for it.
+    private func push(_ bytes: [UInt8]) {
+        dispatchPrecondition(condition: .onQueue(worker.queue))
+        guard !closed else { return }
+        writer.bytes.append(contentsOf: bytes)
+        flush()
+    }
+
+    /// Unsent bytes a subscribed client may have before it is disconnected (Redis's
+    /// `client-output-buffer-limit pubsub 32mb`).
+    static let pubsubOutputLimit = 32 << 20
 
     // MARK: events
 
@@ -370,7 +389,8 @@ final class Connection: @unchecked Sendable {
                 return
             }
         } else {
-            if pending > worker.limits.outputBufferLimit && worker.limits.outputBufferLimit > 0 {
+            if (pending > worker.limits.outputBufferLimit && worker.limits.outputBufferLimit > 0)
+                || (pending > Connection.pubsubOutputLimit && session.subscriptionCount > 0) {
                 overLimit(pending)
                 return
             }

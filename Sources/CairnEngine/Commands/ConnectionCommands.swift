@@ -6,7 +6,12 @@ enum ConnectionCommands {
         Command("ping", arity: -1, flags: [.fast], group: "connection",
                 summary: "Returns the server's liveliness response.", arguments: "[message]") { call, out throws(CommandError) in
             if call.count > 2 { throw .arity(call.name) }
-            if call.count == 2 { out.bulk(call[1]) } else { out.simpleString("PONG") }
+            if call.session.subscriptionCount > 0 && out.version == .v2 {
+                // Subscribed (RESP2): a push-shaped reply, as Redis answers.
+                out.arrayHeader(2)
+                out.bulk("pong")
+                out.bulk(call.count == 2 ? call[1] : [])
+            } else if call.count == 2 { out.bulk(call[1]) } else { out.simpleString("PONG") }
         },
         Command("echo", arity: 2, flags: [.fast], group: "connection",
                 summary: "Returns the given string.", arguments: "message") { call, out throws(CommandError) in
@@ -20,6 +25,7 @@ enum ConnectionCommands {
         Command("reset", arity: 1, flags: [.noAuth, .noMulti, .fast], group: "connection", since: "6.2.0",
                 summary: "Resets the connection.") { call, out throws(CommandError) in
             let s = call.session
+            call.engine.unsubscribeAll(s)
             s.queued = nil
             s.transactionFailed = false
             s.watched = []
