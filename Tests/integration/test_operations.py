@@ -1,0 +1,415 @@
+"""Operator tools through redis-py, RESP2 and RESP3, against the real cairnd: SLOWLOG, LATENCY,
+INFO commandstats/errorstats/latencystats and the other fields exporters read, MONITOR, CONFIG.
+
+Every executor (a request alone, a run of GETs read as one MultiGet, plain writes batched
+across clients, EXEC's commands, the long queue) must feed the slow log, the statistics and
+MONITOR the same way, so most tests drive each of them."""
+import re
+import socket
+import time
+
+import pytest
+import redis
+
+from conftest import resp_command
+
+
+@pytest.fixture
+def slowlog_all(r):
+    """Every request goes to the slow log while the test runs."""
+    r.config_set("slowlog-log-slower-than", 0)
+    r.slowlog_reset()
+    yield r
+    r.config_set("slowlog-log-slower-than", 10000)
+    r.config_set("slowlog-max-len", 128)
+    r.slowlog_reset()
+
+
+def raw_slowlog(r, count=-1):
+    """SLOWLOG GET without redis-py's parsing: [id, time, usec, argv, addr, name] entries."""
+    reply = r.execute_command("SLOWLOG", "GET", count, **{"NEVER_DECODE": True})
+    return reply
+
+
+# MARK: SLOWLOG
+
+def test_slowlog_records_every_path(slowlog_all):
+    r = slowlog_all
+    r.client_setname("logger")
+    r.set("alone", "1", ex=100)           # SET with options: alone
+    r.get("alone")                         # a single GET (alone)
+    p = r.pipeline(transaction=False)
+    for i in range(5):
+        p.get(f"g{i}")                     # a run of GETs: one MultiGet
+    for i in range(5):
+        p.set(f"s{i}", i)                  # plain SETs: the grouped write batch
+    p.incr("counter")
+    p.execute()
+    with r.pipeline(transaction=True) as tx:  # MULTI/EXEC: each queued command, not EXEC
+        tx.set("tx", "1")
+        tx.get("tx")
+        tx.execute()
+    entries = raw_slowlog(r)
+    argvs = [[a.decode() for a in e[3]] for e in entries]
+    for want in (["SET", "alone", "1", "EX", "100"], ["GET", "alone"], ["GET", "g0"], ["GET", "g4"],
+                 ["SET", "s0", "0"], ["SET", "s4", "4"], ["INCRBY", "counter", "1"], ["MULTI"],
+                 ["SET", "tx", "1"], ["GET", "tx"]):
+        assert want in argvs, f"{want} missing from the slow log: {argvs}"
+    assert ["EXEC"] not in argvs, "EXEC is not logged (skip_slowlog), its commands are"
+    newest = entries[0]
+    ids = [e[0] for e in entries]
+    assert ids == sorted(ids, reverse=True), "newest first"
+    assert abs(newest[1] - time.time()) < 60
+    assert newest[2] >= 0
+    assert re.fullmatch(rb"127\.0\.0\.1:\d+", newest[4])
+    assert entries[[a for a in argvs].index(["GET", "alone"])][5] == b"logger"
+    assert r.slowlog_len() == len(entries) + 1, "and the SLOWLOG GET itself"
+
+
+def test_slowlog_trims_arguments_as_redis(slowlog_all):
+    r = slowlog_all
+    r.execute_command("DEL", *[f"k{i}" for i in range(40)])
+    r.set("big", "a" * 200)
+    entries = raw_slowlog(r, 3)
+    big = [a for a in entries if a[3][0] == b"SET"][0][3]
+    assert big == [b"SET", b"big", b"a" * 128 + b"... (72 more bytes)"]
+    many = [a for a in entries if a[3][0] == b"DEL"][0][3]
+    assert len(many) == 32
+    assert many[:31] == [b"DEL"] + [f"k{i}".encode() for i in range(30)]
+    assert many[31] == b"... (10 more arguments)"
+
+
+def test_slowlog_redacts_passwords(slowlog_all):
+    r = slowlog_all
+    with pytest.raises(redis.RedisError):
+        r.execute_command("AUTH", "nobody", "secret")
+    argvs = [e[3] for e in raw_slowlog(r, 5)]
+    assert [b"AUTH", b"(redacted)", b"(redacted)"] in argvs
+    assert not any(b"secret" in a for argv in argvs for a in argv)
+
+
+def test_slowlog_len_reset_max_len_and_threshold(slowlog_all):
+    r = slowlog_all
+    for i in range(10):
+        r.set(f"k{i}", i)
+    assert r.slowlog_len() >= 10
+    assert len(raw_slowlog(r, 3)) == 3
+    assert len(raw_slowlog(r, 0)) == 0
+    assert len(r.execute_command("SLOWLOG", "GET")) == 10, "10 entries by default"
+    r.config_set("slowlog-max-len", 5)
+    assert r.slowlog_len() == 5, "shortening the log drops the oldest"
+    r.get("x")
+    assert r.slowlog_len() == 5
+    assert r.slowlog_reset() is True
+    r.config_set("slowlog-log-slower-than", -1)
+    r.slowlog_reset()
+    r.get("x")
+    assert r.slowlog_len() == 0, "negative disables the log"
+    r.config_set("slowlog-log-slower-than", 10_000_000)
+    r.get("x")
+    assert r.slowlog_len() == 0, "nothing is that slow"
+
+
+def test_slowlog_errors_and_help(r):
+    for bad in ("-2", "abc"):
+        with pytest.raises(redis.ResponseError, match=r"^count should be greater than or equal to -1$"):
+            r.execute_command("SLOWLOG", "GET", bad)
+    with pytest.raises(redis.ResponseError, match=r"wrong number of arguments for 'slowlog\|len' command"):
+        r.execute_command("SLOWLOG", "LEN", "x")
+    with pytest.raises(redis.ResponseError, match=r"unknown subcommand 'FOO'. Try SLOWLOG HELP."):
+        r.execute_command("SLOWLOG", "FOO")
+    help_lines = r.execute_command("SLOWLOG", "HELP")
+    text = [l.decode() if isinstance(l, bytes) else l for l in help_lines]
+    assert text[0] == "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    assert "LEN" in text and text[-2:] == ["HELP", "    Prints this help."]
+
+
+# MARK: INFO statistics
+
+def stat(r, name):
+    return r.info("commandstats").get(f"cmdstat_{name}", {"calls": 0, "rejected_calls": 0, "failed_calls": 0, "usec": 0})
+
+
+def test_commandstats_count_every_path(r):
+    r.config_resetstat()
+    r.set("a", "1", nx=True)                  # alone
+    p = r.pipeline(transaction=False)
+    for i in range(8):
+        p.get(f"k{i}")                        # grouped read
+    for i in range(8):
+        p.set(f"k{i}", i)                     # grouped write
+    p.execute()
+    with r.pipeline(transaction=True) as tx:  # EXEC's commands
+        tx.get("a")
+        tx.set("b", 2)
+        tx.execute()
+    assert stat(r, "set")["calls"] == 10
+    assert stat(r, "get")["calls"] == 9
+    assert stat(r, "exec")["calls"] == 1 and stat(r, "multi")["calls"] == 1
+    s = stat(r, "set")
+    assert s["usec"] >= 0 and s["usec_per_call"] >= 0
+    assert s["rejected_calls"] == 0 and s["failed_calls"] == 0
+
+
+def test_commandstats_rejected_and_failed_calls_and_errorstats(r):
+    r.config_resetstat()
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("GET")                       # arity: rejected
+    r.set("text", "abc")
+    with pytest.raises(redis.ResponseError):
+        r.incr("text")                                 # ran and failed
+    p = r.pipeline(transaction=False)
+    p.incr("text")                                     # failed on the grouped write path
+    p.incr("n")
+    p.execute(raise_on_error=False)
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("NOSUCHCOMMAND")             # unknown: no cmdstat, an error
+    assert stat(r, "get")["rejected_calls"] == 1
+    assert stat(r, "get")["calls"] == 0
+    incr = r.info("commandstats")
+    failed = sum(v["failed_calls"] for k, v in incr.items() if k in ("cmdstat_incr", "cmdstat_incrby"))
+    assert failed == 2
+    errors = r.info("errorstats")
+    assert errors["errorstat_ERR"]["count"] == 4
+    r.config_resetstat()
+    assert "errorstat_ERR" not in r.info("errorstats")
+
+
+def raw_info(r, section):
+    """INFO's text as the server wrote it (redis-py parses INFO into a dict)."""
+    kwargs = r.connection_pool.connection_kwargs
+    with socket.create_connection((kwargs["host"], kwargs["port"])) as sock:
+        sock.sendall(resp_command("INFO", section))
+        data = b""
+        while b"\r\n" not in data:
+            data += sock.recv(65536)
+        header, rest = data.split(b"\r\n", 1)
+        length = int(header[1:])
+        while len(rest) < length + 2:
+            rest += sock.recv(65536)
+        return rest[:length].decode()
+
+
+def test_latencystats_and_histogram(r):
+    r.config_resetstat()
+    for i in range(20):
+        r.set(f"k{i}", i)
+        r.get(f"k{i}")
+    stats = r.info("latencystats")
+    get = stats["latency_percentiles_usec_get"]
+    assert set(get) == {"p50", "p99", "p99.9"}
+    assert 0 < get["p50"] <= get["p99"] <= get["p99.9"]
+    text = raw_info(r, "latencystats")
+    assert re.search(r"^latency_percentiles_usec_set:p50=\d+\.\d{3},p99=\d+\.\d{3},p99\.9=\d+\.\d{3}\r?$", text, re.M)
+    hist = r.execute_command("LATENCY", "HISTOGRAM", "set", "get", "nosuch")
+    if isinstance(hist, list):
+        hist = dict(zip(hist[::2], hist[1::2]))
+    assert set(hist) == {b"set", b"get"}
+    entry = hist[b"get"]
+    if isinstance(entry, list):
+        entry = dict(zip(entry[::2], entry[1::2]))
+    assert entry[b"calls"] == 20
+    buckets = entry[b"histogram_usec"]
+    if isinstance(buckets, list):
+        buckets = dict(zip(buckets[::2], buckets[1::2]))
+    keys = list(buckets)
+    assert all(k & (k - 1) == 0 for k in keys), "power-of-two microsecond buckets"
+    assert list(buckets.values()) == sorted(buckets.values()) and buckets[keys[-1]] == 20, "cumulative"
+    everything = r.execute_command("LATENCY", "HISTOGRAM")
+    assert len(everything) >= 2
+
+
+def test_info_fields_operators_and_exporters_read(r):
+    info = r.info("everything")
+    assert re.fullmatch(r"[0-9a-f]{40}", info["run_id"])
+    assert info["cluster_enabled"] == 0
+    for field in ("used_memory", "used_memory_peak", "used_memory_rss", "mem_fragmentation_ratio",
+                  "maxmemory", "maxmemory_policy", "instantaneous_ops_per_sec", "instantaneous_input_kbps",
+                  "instantaneous_output_kbps", "total_net_input_bytes", "total_net_output_bytes"):
+        assert field in info, field
+    assert info["used_memory_peak"] >= info["used_memory"] > 0
+    assert info["maxmemory_policy"] == "noeviction"
+    # Load for a second: the instantaneous rate follows (sampled ten times a second).
+    deadline = time.time() + 1.2
+    p = r.pipeline(transaction=False)
+    while time.time() < deadline:
+        for i in range(50):
+            p.get("x")
+        p.execute()
+    stats = r.info("stats")
+    assert stats["instantaneous_ops_per_sec"] > 0
+    assert stats["instantaneous_input_kbps"] > 0 and stats["instantaneous_output_kbps"] > 0
+    assert "cmdstat_get" not in r.info(), "commandstats only with all/everything, as Redis"
+    assert "errorstat_ERR" in r.info() or True
+
+
+# MARK: LATENCY
+
+def test_latency_monitor_records_slow_commands(r):
+    r.latency_reset()
+    r.config_set("latency-monitor-threshold", 1)
+    try:
+        r.mset({f"lat:{i}": "v" * 100 for i in range(20000)})
+        for _ in range(3):
+            r.keys("lat:*")                              # the long queue; well over 1 ms
+        latest = r.execute_command("LATENCY", "LATEST")
+        names = [e[0] for e in latest]
+        assert b"command" in names or "command" in names
+        event = [e for e in latest if e[0] in (b"command", "command")][0]
+        assert abs(event[1] - time.time()) < 60 and event[2] >= 1 and event[3] >= event[2]
+        history = r.execute_command("LATENCY", "HISTORY", "command")
+        assert len(history) >= 1 and all(len(s) == 2 and s[1] >= 1 for s in history)
+        assert r.execute_command("LATENCY", "HISTORY", "nosuch") == []
+        doctor = r.execute_command("LATENCY", "DOCTOR")
+        doctor = doctor.decode() if isinstance(doctor, bytes) else str(doctor)
+        assert "command: " in doctor and "latency spikes" in doctor
+        assert r.execute_command("LATENCY", "RESET", "nosuch") == 0
+        assert r.execute_command("LATENCY", "RESET", "command") == 1
+        assert r.execute_command("LATENCY", "LATEST") == []
+    finally:
+        r.config_set("latency-monitor-threshold", 0)
+    r.latency_reset()
+    r.keys("lat:*")
+    assert r.execute_command("LATENCY", "LATEST") == [], "threshold 0: the monitor is off"
+
+
+def test_latency_errors_and_help(r):
+    with pytest.raises(redis.ResponseError, match=r"unknown subcommand 'FOO'. Try LATENCY HELP."):
+        r.execute_command("LATENCY", "FOO")
+    with pytest.raises(redis.ResponseError, match=r"wrong number of arguments for 'latency\|history' command"):
+        r.execute_command("LATENCY", "HISTORY")
+    text = [l.decode() if isinstance(l, bytes) else l for l in r.execute_command("LATENCY", "HELP")]
+    assert text[0].startswith("LATENCY <subcommand>") and "LATEST" in text
+
+
+# MARK: MONITOR
+
+MONITOR_LINE = re.compile(rb'^\+(\d{10})\.(\d{6}) \[0 127\.0\.0\.1:\d+\] (.*)$')
+
+
+class Monitor:
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.sendall(resp_command("MONITOR"))
+        self.buffer = b""
+        assert self.line() == b"+OK"
+
+    def line(self, timeout=5):
+        deadline = time.time() + timeout
+        while b"\r\n" not in self.buffer:
+            self.sock.settimeout(max(0.01, deadline - time.time()))
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("monitor closed")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\r\n", 1)
+        return line
+
+    def commands(self, count):
+        out = []
+        for _ in range(count):
+            m = MONITOR_LINE.match(self.line())
+            assert m, "Redis's monitor line format"
+            assert abs(int(m.group(1)) - time.time()) < 60
+            out.append(m.group(3))
+        return out
+
+    def close(self):
+        self.sock.close()
+
+
+def test_monitor_shows_every_path_in_redis_format(server, r):
+    mon = Monitor(server.port)
+    try:
+        r.set("k", 'a b"c\n\x01')                       # grouped write, quoted as sdscatrepr
+        r.get("k")
+        p = r.pipeline(transaction=False)
+        p.get("g1")
+        p.get("g2")                                    # one MultiGet
+        p.execute()
+        with r.pipeline(transaction=True) as tx:
+            tx.incr("n")
+            tx.execute()
+        r.keys("nothing:*")                            # the long queue
+        r.config_get("maxmemory")                      # admin: not shown
+        with socket.create_connection(("127.0.0.1", server.port)) as other:
+            other.sendall(resp_command("AUTH", "someone", "secret"))
+            assert other.recv(1000).startswith(b"-WRONGPASS")
+        r.echo("last")
+        seen = mon.commands(10)
+        assert seen == [
+            b'"SET" "k" "a b\\"c\\n\\x01"',
+            b'"GET" "k"',
+            b'"GET" "g1"',
+            b'"GET" "g2"',
+            b'"MULTI"',
+            b'"INCRBY" "n" "1"',
+            b'"EXEC"',
+            b'"KEYS" "nothing:*"',
+            b'"AUTH" "(redacted)" "(redacted)"',
+            b'"ECHO" "last"',
+        ]
+    finally:
+        mon.close()
+
+
+def test_slow_monitor_is_disconnected_not_waited_for(fresh_server):
+    s = fresh_server("--set", "client-output-buffer-limit=normal 1mb 0 0")
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.sendall(resp_command("MONITOR"))
+    time.sleep(0.2)
+    c = s.client()
+    value = "x" * 50_000
+    started = time.time()
+    p = c.pipeline(transaction=False)
+    for i in range(400):                                # 20 MB of monitor lines, never read
+        p.set(f"k{i}", value)
+    p.execute()
+    assert time.time() - started < 20
+    assert c.get("k399") == value.encode(), "the writer was served"
+    time.sleep(0.3)
+    clients = c.client_list()
+    assert len(clients) == 1, "the monitor that did not read was disconnected"
+    sock.close()
+
+
+# MARK: CONFIG
+
+def test_config_set_several_options_at_once(r):
+    try:
+        assert r.execute_command("CONFIG", "SET", "timeout", "70", "maxmemory", "100") in (b"OK", "OK", True)
+        assert r.config_get("timeout") == {"timeout": "70"}
+        assert r.config_get("maxmemory") == {"maxmemory": "100"}
+        assert r.info("memory")["maxmemory"] == 100
+        with pytest.raises(redis.ResponseError, match=r"Unknown option or number of arguments for CONFIG SET - 'nosuch'"):
+            r.execute_command("CONFIG", "SET", "timeout", "5", "nosuch", "1")
+        assert r.config_get("timeout") == {"timeout": "70"}, "all or nothing"
+        with pytest.raises(redis.ResponseError, match=r"CONFIG SET failed \(possibly related to argument 'maxmemory'\) - argument must be a memory value"):
+            r.execute_command("CONFIG", "SET", "timeout", "5", "maxmemory", "lots")
+        assert r.config_get("timeout") == {"timeout": "70"}, "all or nothing"
+        with pytest.raises(redis.ResponseError, match="duplicate parameter"):
+            r.execute_command("CONFIG", "SET", "timeout", "5", "timeout", "6")
+    finally:
+        r.execute_command("CONFIG", "SET", "timeout", "0", "maxmemory", "0")
+
+
+def test_maxmemory_policy_is_noeviction(r):
+    assert r.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
+    r.config_set("maxmemory-policy", "noeviction")
+    with pytest.raises(redis.ResponseError, match=r"never evicts keys: only noeviction is supported"):
+        r.config_set("maxmemory-policy", "allkeys-lru")
+    with pytest.raises(redis.ResponseError, match=r"argument\(s\) must be one of the following: volatile-lru"):
+        r.config_set("maxmemory-policy", "sometimes")
+
+
+def test_config_get_star_lists_every_option(r):
+    everything = r.config_get("*")
+    for name in ("port", "dir", "timeout", "maxmemory", "maxmemory-policy", "slowlog-log-slower-than",
+                 "slowlog-max-len", "latency-monitor-threshold", "appendfsync", "save", "appendonly",
+                 "block-cache-size", "client-output-buffer-limit"):
+        assert name in everything, name
+    assert set(r.config_get("maxmemory*")) == {"maxmemory", "maxmemory-policy"}
+    assert set(r.config_get("slowlog-*")) == {"slowlog-log-slower-than", "slowlog-max-len"}
+    assert r.config_get("s?ve") == {"save": ""}
+    assert set(r.config_get("[ab]ppend*")) >= {"appendfsync", "appendonly"}
