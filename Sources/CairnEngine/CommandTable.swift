@@ -46,5 +46,6 @@ public struct CommandTable: Sendable {
         BackupCommands.all,
         ACLCommands.all,
         DiagnosticCommands.all,
+        MemoryCommands.all,
     ])
 }

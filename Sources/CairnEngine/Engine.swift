@@ -39,6 +39,8 @@ public final class Engine: @unchecked Sendable {
     public let groupCommit = Atomic<Bool>(false)
     /// Clients in MONITOR mode (Monitors.swift).
     public let monitors = Monitors()
+    /// CLIENT PAUSE (ClientPause.swift).
+    public let pause = ClientPause()
     /// Set once by the server before it serves.
     public nonisolated(unsafe) weak var hooks: (any ServerHooks)?
 

@@ -38,6 +38,9 @@ public final class EngineStats: Sendable {
         return String((0..<40).map { _ in hex[Int(g.next() % 16)] })
     }()
 
+    /// The resident size when the engine started (MEMORY STATS `startup.allocated`).
+    let startupMemory = InfoReport.residentBytes()
+
     public init() {}
 
     /// Takes the slow log's and the latency monitor's thresholds from the configuration.

@@ -163,6 +163,12 @@ final class Connection: @unchecked Sendable {
                 if writer.bytes.count - sent > Connection.flushThreshold { break }
             }
             guard let argv = nextRequest() else { break }
+            if let wait = engine.pauseDelay(argv, session: session) {
+                // CLIENT PAUSE: this request (and those after it) run once the pause ends.
+                heldBack.insert(argv, at: 0)
+                retryAfterPause(wait)
+                break
+            }
             let replyStart = base + writer.bytes.count
             writer.version = session.protocolVersion
             switch engine.route(argv, session: session) {
@@ -391,6 +397,20 @@ final class Connection: @unchecked Sendable {
         guard on != writing, !closed else { return }
         writing = on
         worker.poller.watchWritable(fd, on)
+    }
+
+    /// A retry of paused requests is scheduled (`retryAfterPause`).
+    private var pauseRetryScheduled = false
+
+    /// Runs the held requests again once `milliseconds` passed, checking at least every 20 ms
+    /// so CLIENT UNPAUSE takes effect at once rather than at the pause's end.
+    private func retryAfterPause(_ milliseconds: Int64) {
+        guard !pauseRetryScheduled else { return }
+        pauseRetryScheduled = true
+        worker.queue.asyncAfter(deadline: .now() + .milliseconds(Int(min(max(milliseconds, 1), 20)))) { [self] in
+            pauseRetryScheduled = false
+            if !closed { process() }
+        }
     }
 
     // MARK: MONITOR

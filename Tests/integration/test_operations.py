@@ -413,3 +413,115 @@ def test_config_get_star_lists_every_option(r):
     assert set(r.config_get("slowlog-*")) == {"slowlog-log-slower-than", "slowlog-max-len"}
     assert r.config_get("s?ve") == {"save": ""}
     assert set(r.config_get("[ab]ppend*")) >= {"appendfsync", "appendonly"}
+
+
+# MARK: MEMORY and OBJECT
+
+def test_memory_usage(r):
+    r.set("k", "hello")
+    # key (1) + stored value (5 bytes and its 2-byte header) + the per-entry overhead (16)
+    assert r.memory_usage("k") == 1 + 7 + 16
+    r.set("k", "hello", ex=100)
+    assert r.memory_usage("k") > 1 + 7 + 16, "an expiry is stored in the header"
+    r.set("big", "x" * 10_000)
+    assert 10_000 < r.memory_usage("big") < 10_100
+    assert r.memory_usage("big", samples=0) == r.memory_usage("big")
+    assert r.memory_usage("missing") is None
+    with pytest.raises(redis.ResponseError, match=r"^value is not an integer or out of range$"):
+        r.execute_command("MEMORY", "USAGE", "k", "SAMPLES", "x")
+    with pytest.raises(redis.ResponseError, match=r"^syntax error$"):
+        r.execute_command("MEMORY", "USAGE", "k", "FOO")
+    with pytest.raises(redis.ResponseError, match=r"wrong number of arguments for 'memory\|usage' command"):
+        r.execute_command("MEMORY", "USAGE")
+
+
+def test_memory_stats_doctor_help_purge(r):
+    stats = r.memory_stats()
+    for field in ("peak.allocated", "total.allocated", "startup.allocated", "keys.count", "dataset.bytes",
+                  "rocksdb.memtables", "rocksdb.block-cache", "fragmentation"):
+        assert field in stats, field
+    assert stats["peak.allocated"] >= stats["total.allocated"] > 0
+    doctor = r.execute_command("MEMORY", "DOCTOR")
+    doctor = doctor.decode() if isinstance(doctor, bytes) else str(doctor)
+    assert doctor.startswith("Hi Sam") or doctor.startswith("Sam,")
+    assert r.memory_purge() in (True, b"OK", "OK")
+    text = [l.decode() if isinstance(l, bytes) else l for l in r.execute_command("MEMORY", "HELP")]
+    assert text[0] == "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    assert "USAGE <key> [SAMPLES <count>]" in text
+
+
+def test_object_subcommands(r):
+    r.set("n", "123")
+    r.set("s", "hello")
+    r.set("big", "x" * 45)
+    assert r.object("encoding", "n") in (b"int", "int")
+    assert r.object("encoding", "s") in (b"embstr", "embstr")
+    assert r.object("encoding", "big") in (b"raw", "raw")
+    assert r.object("encoding", "missing") is None
+    assert r.object("refcount", "s") == 1
+    assert r.object("refcount", "missing") is None
+    assert r.object("freq", "missing") is None
+    with pytest.raises(redis.ResponseError, match=r"^An LFU maxmemory policy is not selected, access frequency not tracked\."):
+        r.object("freq", "s")
+    with pytest.raises(redis.ResponseError, match=r"does not track when keys were last accessed"):
+        r.object("idletime", "s")
+    assert r.object("idletime", "missing") is None
+    with pytest.raises(redis.ResponseError, match=r"unknown subcommand 'foo'. Try OBJECT HELP."):
+        r.execute_command("OBJECT", "foo")
+    with pytest.raises(redis.ResponseError, match=r"wrong number of arguments for 'object\|freq' command"):
+        r.execute_command("OBJECT", "FREQ")
+    text = [l.decode() if isinstance(l, bytes) else l for l in r.execute_command("OBJECT", "HELP")]
+    assert text[0].startswith("OBJECT <subcommand>") and "FREQ <key>" in text
+
+
+# MARK: CLIENT PAUSE
+
+def test_client_pause_write_holds_writes_not_reads(server, r):
+    other = server.client()
+    try:
+        r.set("k", "before")
+        assert r.client_pause(400, all=False) is True
+        started = time.time()
+        assert other.get("k") == b"before", "reads go on"
+        assert time.time() - started < 0.3
+        other.set("k", "after")                      # waits for the pause to end
+        assert time.time() - started >= 0.35
+        p = other.pipeline(transaction=False)         # the grouped paths wait the same way
+        assert r.client_pause(300, all=False) is True
+        started = time.time()
+        for i in range(5):
+            p.set(f"g{i}", i)
+        p.execute()
+        assert time.time() - started >= 0.25
+        assert r.client_pause(10_000, all=False) is True
+        started = time.time()
+        import threading
+        threading.Timer(0.3, lambda: server.client().client_unpause()).start()
+        other.incr("counter")
+        assert 0.25 <= time.time() - started < 5, "CLIENT UNPAUSE resumes the writer"
+    finally:
+        r.client_unpause()
+        other.close()
+
+
+def test_client_pause_all_and_errors(server, r):
+    other = server.client()
+    try:
+        assert r.execute_command("CLIENT", "PAUSE", "300", "ALL") in (True, b"OK", "OK")
+        started = time.time()
+        assert other.ping() is True
+        assert time.time() - started >= 0.25, "ALL holds every command"
+    finally:
+        other.close()
+    with pytest.raises(redis.ResponseError, match=r"^timeout is not an integer or out of range$"):
+        r.execute_command("CLIENT", "PAUSE", "abc")
+    with pytest.raises(redis.ResponseError, match=r"^timeout is negative$"):
+        r.execute_command("CLIENT", "PAUSE", "-1")
+    with pytest.raises(redis.ResponseError, match=r"^CLIENT PAUSE mode must be WRITE or ALL$"):
+        r.execute_command("CLIENT", "PAUSE", "10", "foo")
+    assert r.execute_command("CLIENT", "NO-EVICT", "on") in (True, b"OK", "OK")
+    assert r.execute_command("CLIENT", "NO-TOUCH", "off") in (True, b"OK", "OK")
+    with pytest.raises(redis.ResponseError, match=r"^syntax error$"):
+        r.execute_command("CLIENT", "NO-EVICT", "maybe")
+    with pytest.raises(redis.ResponseError, match=r"^syntax error$"):
+        r.execute_command("CLIENT", "NO-TOUCH", "maybe")
