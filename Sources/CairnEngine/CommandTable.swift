@@ -37,6 +37,7 @@ public struct CommandTable: Sendable {
     static let standard = CommandTable([
         ConnectionCommands.all,
         StringCommands.all,
+        BitCommands.all,
         KeyCommands.all,
         TransactionCommands.all,
         ServerCommands.all,

@@ -525,3 +525,177 @@ def test_client_pause_all_and_errors(server, r):
         r.execute_command("CLIENT", "NO-EVICT", "maybe")
     with pytest.raises(redis.ResponseError, match=r"^syntax error$"):
         r.execute_command("CLIENT", "NO-TOUCH", "maybe")
+
+
+# MARK: bit commands
+
+def test_bit_commands_redis_examples(r):
+    assert r.setbit("b", 7, 1) == 0
+    assert r.setbit("b", 7, 0) == 1
+    assert r.getbit("b", 0) == 0 and r.getbit("b", 100) == 0 and r.getbit("missing", 7) == 0
+    assert r.get("b") == b"\x00"
+    r.set("s", "foobar")
+    assert r.bitcount("s") == 26
+    assert r.bitcount("s", 0, 0) == 4
+    assert r.bitcount("s", 1, 1) == 6
+    assert r.bitcount("s", 1, 1, "BYTE") == 6
+    assert r.bitcount("s", 5, 30, "BIT") == 17
+    assert r.bitcount("missing") == 0
+    r.set("p", b"\xff\xf0\x00")
+    assert r.bitpos("p", 0) == 12
+    r.set("p", b"\x00\xff\xf0")
+    assert r.bitpos("p", 1, 0) == 8
+    assert r.bitpos("p", 1, 2) == 16
+    assert r.bitpos("p", 1, 2, -1, "BYTE") == 16
+    assert r.bitpos("p", 1, 7, 15, "BIT") == 8
+    r.set("p", b"\x00\x00\x00")
+    assert r.bitpos("p", 1) == -1
+    r.set("p", b"\xff\xff\xff")
+    assert r.bitpos("p", 0) == 24, "no end given: the string reads as padded with zeros"
+    assert r.bitpos("p", 0, 0, -1) == -1, "an explicit end: no clear bit in range"
+    assert r.bitpos("missing", 1) == -1 and r.bitpos("missing", 0) == 0
+    r.set("k1", "foobar")
+    r.set("k2", "abcdef")
+    assert r.bitop("AND", "dest", "k1", "k2") == 6
+    assert r.get("dest") == b"`bc`ab"
+    assert r.bitop("OR", "dest", "k1", "k2", "missing") == 6
+    assert r.bitop("XOR", "dest", "k1", "k1") == 6 and r.get("dest") == b"\x00" * 6
+    assert r.bitop("NOT", "dest", "k1") == 6 and r.get("dest") == bytes(~b & 0xFF for b in b"foobar")
+    assert r.bitop("AND", "dest", "missing", "missing2") == 0
+    assert r.exists("dest") == 0, "an empty result deletes the destination"
+
+
+def test_bitfield(r):
+    r.set("s", "foobar")
+    assert r.execute_command("BITFIELD", "s", "GET", "u4", "0", "GET", "i8", "#1", "SET", "u8", "0", "255",
+                             "INCRBY", "u2", "100", "1", "OVERFLOW", "SAT", "INCRBY", "i8", "0", "1000",
+                             "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "300") == [6, 111, 102, 1, 127, None]
+    assert r.strlen("s") == 13, "INCRBY at bit 100 grew the string"
+    bf = r.bitfield("counter")
+    assert bf.incrby("u2", 100, 1).incrby("i5", 100, 1).execute() == [1, 9], "as redis-server answers"
+    assert r.execute_command("BITFIELD", "mykey", "OVERFLOW", "WRAP", "INCRBY", "u2", "102", "1") == [1]
+    for _ in range(3):
+        r.execute_command("BITFIELD", "mykey", "OVERFLOW", "SAT", "INCRBY", "u2", "102", "1")
+    assert r.execute_command("BITFIELD_RO", "mykey", "GET", "u2", "102") == [3]
+    assert r.execute_command("BITFIELD", "missing", "GET", "i64", "0") == [0]
+    assert r.exists("missing") == 0, "reads create nothing"
+    r.set("t", "v", ex=100)
+    r.execute_command("BITFIELD", "t", "SET", "u8", "0", "65")
+    r.setbit("t", 15, 1)
+    assert r.get("t") == b"A\x01" and 0 < r.ttl("t") <= 100, "writes keep the TTL"
+
+
+def test_bit_command_errors(r):
+    r.set("s", "foobar")
+    offset = r"^bit offset is not an integer or out of range$"
+    for argv in (("GETBIT", "b", "-1"), ("GETBIT", "b", "4294967296"), ("SETBIT", "b", "x", "1"),
+                 ("SETBIT", "b", "4294967296", "1"), ("BITFIELD", "s", "GET", "i8", "-1"),
+                 ("BITFIELD", "s", "GET", "i8", "#x")):
+        with pytest.raises(redis.ResponseError, match=offset):
+            r.execute_command(*argv)
+    assert r.getbit("b", 4294967295) == 0, "the last bit of a 512 MB string"
+    with pytest.raises(redis.ResponseError, match=r"^bit is not an integer or out of range$"):
+        r.execute_command("SETBIT", "b", "7", "2")
+    with pytest.raises(redis.ResponseError, match=r"^syntax error$"):
+        r.execute_command("BITCOUNT", "s", "0")
+    with pytest.raises(redis.ResponseError, match=r"^syntax error$"):
+        r.execute_command("BITCOUNT", "s", "0", "1", "foo")
+    with pytest.raises(redis.ResponseError, match=r"^value is not an integer or out of range$"):
+        r.execute_command("BITCOUNT", "s", "a", "b")
+    with pytest.raises(redis.ResponseError, match=r"^The bit argument must be 1 or 0\.$"):
+        r.execute_command("BITPOS", "s", "2")
+    with pytest.raises(redis.ResponseError, match=r"^syntax error$"):
+        r.execute_command("BITPOS", "s", "1", "0", "1", "foo")
+    with pytest.raises(redis.ResponseError, match=r"^syntax error$"):
+        r.execute_command("BITOP", "FOO", "d", "s")
+    with pytest.raises(redis.ResponseError, match=r"^BITOP NOT must be called with a single source key\.$"):
+        r.execute_command("BITOP", "NOT", "d", "s", "s")
+    with pytest.raises(redis.ResponseError, match=r"wrong number of arguments for 'bitop' command"):
+        r.execute_command("BITOP", "AND", "d")
+    bad_type = r"^Invalid bitfield type\. Use something like i16 u8\. Note that u64 is not supported but i64 is\.$"
+    for t in ("x", "u64", "i65", "i0"):
+        with pytest.raises(redis.ResponseError, match=bad_type):
+            r.execute_command("BITFIELD", "s", "GET", t, "0")
+    with pytest.raises(redis.ResponseError, match=r"^Invalid OVERFLOW type specified$"):
+        r.execute_command("BITFIELD", "s", "OVERFLOW", "foo")
+    with pytest.raises(redis.ResponseError, match=r"^value is not an integer or out of range$"):
+        r.execute_command("BITFIELD", "s", "SET", "i8", "0", "x")
+    with pytest.raises(redis.ResponseError, match=r"^syntax error$"):
+        r.execute_command("BITFIELD", "s", "INCRBY", "i8", "0")
+    with pytest.raises(redis.ResponseError, match=r"^BITFIELD_RO only supports the GET subcommand$"):
+        r.execute_command("BITFIELD_RO", "s", "SET", "i8", "0", "1")
+    assert r.get("s") == b"foobar", "a refused BITFIELD changed nothing"
+
+
+def test_setbit_respects_max_value_size(fresh_server):
+    s = fresh_server("--set", "max-value-size=1kb")
+    c = s.client()
+    assert c.setbit("b", 1024 * 8 - 1, 1) == 0
+    with pytest.raises(redis.ResponseError, match=r"string exceeds maximum allowed size \(max-value-size\)"):
+        c.setbit("b", 1024 * 8, 1)
+    with pytest.raises(redis.ResponseError, match=r"string exceeds maximum allowed size \(max-value-size\)"):
+        c.execute_command("BITFIELD", "b", "SET", "u8", str(1024 * 8), "1")
+
+
+def test_bit_commands_match_redis_server(server):
+    """Random bit commands against cairnd and redis-server 7.0: the same replies and values."""
+    import os
+    import random
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "lib"))
+    import watch_contention
+    process, port, workdir = watch_contention.start_redis_server()
+    try:
+        c, rd = server.client(), redis.Redis(port=port)
+        keys = ["bit:a", "bit:b", "bit:c"]
+        c.delete(*keys)
+        rng = random.Random(7)
+
+        def offset():
+            return rng.choice([0, 1, 7, 8, 15, 31, 63, 64, 100, rng.randint(0, 300)])
+
+        def index():
+            return rng.choice([0, 1, -1, -2, 5, -10, 100, -100, rng.randint(-40, 40)])
+
+        def command():
+            k, t = rng.choice(keys), rng.random()
+            if t < 0.15: return ["SETBIT", k, offset(), rng.choice([0, 1])]
+            if t < 0.25: return ["GETBIT", k, offset()]
+            if t < 0.35: return ["BITCOUNT", k] + ([index(), index()] + ([rng.choice(["BIT", "BYTE"])] if rng.random() < 0.5 else []) if rng.random() < 0.6 else [])
+            if t < 0.5:
+                a = ["BITPOS", k, rng.choice([0, 1])]
+                extra = rng.random()
+                if extra < 0.7: a.append(index())
+                if extra < 0.5: a.append(index())
+                if extra < 0.3: a.append(rng.choice(["BIT", "BYTE"]))
+                return a
+            if t < 0.6:
+                op = rng.choice(["AND", "OR", "XOR", "NOT"])
+                return ["BITOP", op, rng.choice(keys)] + rng.sample(keys, 1 if op == "NOT" else rng.randint(1, 3))
+            if t < 0.65: return ["SET", k, rng.choice(["", "foobar", "\xff\xf0\x00", "a" * 20])]
+            a = ["BITFIELD", k]
+            for _ in range(rng.randint(1, 4)):
+                kind = rng.random()
+                width = rng.choice([1, 2, 3, 5, 8, 9, 16, 31, 33, 63, 64])
+                ty = ("i" if width == 64 else rng.choice(["i", "u"])) + str(width)
+                off = rng.choice([str(offset()), "#" + str(rng.randint(0, 5))])
+                value = rng.choice([0, 1, -1, 127, 128, 255, 256, -129, 1000, 2 ** 62, -2 ** 63, 2 ** 63 - 1, rng.randint(-300, 300)])
+                if kind < 0.2: a += ["OVERFLOW", rng.choice(["WRAP", "SAT", "FAIL"])]
+                elif kind < 0.5: a += ["GET", ty, off]
+                elif kind < 0.75: a += ["SET", ty, off, value]
+                else: a += ["INCRBY", ty, off, value]
+            return a
+
+        def run(client, argv):
+            try:
+                return client.execute_command(*argv)
+            except redis.ResponseError as e:
+                return f"error: {e}"
+
+        for _ in range(2000):
+            argv = command()
+            assert run(c, argv) == run(rd, argv), argv
+        for k in keys:
+            assert c.get(k) == rd.get(k)
+    finally:
+        watch_contention.stop_redis_server(process, workdir)
