@@ -699,3 +699,62 @@ def test_bit_commands_match_redis_server(server):
             assert c.get(k) == rd.get(k)
     finally:
         watch_contention.stop_redis_server(process, workdir)
+
+
+# MARK: prometheus-redis-exporter
+
+def test_prometheus_redis_exporter_scrapes_cairnd(server):
+    """Debian's prometheus-redis-exporter against cairnd: no error in its log, per-command call
+    counts and latency percentiles exported (scripts/lib/deps.sh installs it)."""
+    import shutil
+    import subprocess
+    import urllib.request
+    exporter = shutil.which("prometheus-redis-exporter")
+    if exporter is None:
+        pytest.skip("prometheus-redis-exporter is not installed (apt-get install prometheus-redis-exporter)")
+    r = server.client()
+    r.config_resetstat()
+    for i in range(10):
+        r.set(f"k{i}", i)
+        r.get(f"k{i}")
+    r.set("text", "x")
+    with pytest.raises(redis.ResponseError):
+        r.incr("text")                                  # redis-py sends INCRBY text 1
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen(
+        [exporter, "-redis.addr", f"redis://127.0.0.1:{server.port}", "-web.listen-address", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        text = None
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert text, "the exporter answered"
+    finally:
+        process.terminate()
+        log = process.communicate(timeout=10)[0].decode()
+    assert "level=error" not in log and "level=fatal" not in log and "level=warn" not in log, log
+    metrics = {}
+    for line in text.splitlines():
+        if line.startswith("redis_"):
+            name, value = line.rsplit(" ", 1)
+            metrics[name] = float(value)
+    assert metrics["redis_up"] == 1
+    assert metrics["redis_exporter_last_scrape_error{err=\"\"}"] == 0
+    assert metrics['redis_commands_total{cmd="set"}'] == 11
+    assert metrics['redis_commands_total{cmd="get"}'] == 10
+    assert metrics['redis_commands_failed_calls_total{cmd="incrby"}'] == 1
+    for q in ("50", "99", "99.9"):
+        assert metrics[f'redis_latency_percentiles_usec{{cmd="get",quantile="{q}"}}'] > 0
+    assert metrics['redis_errors_total{err="ERR"}'] >= 1
+    assert metrics["redis_cluster_enabled"] == 0
+    assert metrics["redis_memory_used_peak_bytes"] > 0
+    assert "redis_slowlog_length" in metrics
+    names = {n.split("{")[0] for n in metrics}
+    assert len(names) >= 55, f"{len(names)} metric names"
