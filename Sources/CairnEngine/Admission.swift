@@ -86,8 +86,15 @@ extension Engine {
         case .unknown(let error):
             stats.commandsProcessed.increment()
             if session.inTransaction { session.transactionFailed = true }
-            // A known command with the wrong number of arguments: Redis counts it as rejected.
-            if let first = argv.first, let command = table.find(Bytes.text(first)) { rejected(command) }
+            // A known command (or subcommand) with the wrong number of arguments: Redis counts
+            // it as rejected. An unknown command or subcommand has no statistics.
+            if let first = argv.first, let top = table.commands[Bytes.lowercased(first)] {
+                if top.subcommands.isEmpty || argv.count < 2 {
+                    rejected(top)
+                } else if let sub = top.subcommands[Bytes.lowercased(argv[1])] {
+                    rejected(sub)
+                }
+            }
             reply(error, to: &out)
         case .refused(let command, let error):
             admitted(command.name, session: session)

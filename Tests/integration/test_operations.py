@@ -164,13 +164,19 @@ def test_commandstats_rejected_and_failed_calls_and_errorstats(r):
     p.execute(raise_on_error=False)
     with pytest.raises(redis.ResponseError):
         r.execute_command("NOSUCHCOMMAND")             # unknown: no cmdstat, an error
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("CONFIG", "GET")             # a subcommand's arity: rejected
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("CONFIG", "FOO")             # an unknown subcommand: no cmdstat
+    assert stat(r, "config|get")["rejected_calls"] == 1
+    assert "cmdstat_config" not in r.info("commandstats")
     assert stat(r, "get")["rejected_calls"] == 1
     assert stat(r, "get")["calls"] == 0
     incr = r.info("commandstats")
     failed = sum(v["failed_calls"] for k, v in incr.items() if k in ("cmdstat_incr", "cmdstat_incrby"))
     assert failed == 2
     errors = r.info("errorstats")
-    assert errors["errorstat_ERR"]["count"] == 4
+    assert errors["errorstat_ERR"]["count"] == 6
     r.config_resetstat()
     assert "errorstat_ERR" not in r.info("errorstats")
 
