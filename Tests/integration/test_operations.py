@@ -764,3 +764,18 @@ def test_prometheus_redis_exporter_scrapes_cairnd(server):
     assert "redis_slowlog_length" in metrics
     names = {n.split("{")[0] for n in metrics}
     assert len(names) >= 55, f"{len(names)} metric names"
+
+
+def test_redis_cli_memkeys_and_hotkeys(server):
+    import subprocess
+    c = server.client()
+    c.flushall()
+    for i in range(20):
+        c.set(f"key{i}", "x" * (10 * (i + 1)))
+    memkeys = subprocess.run(["redis-cli", "-p", str(server.port), "--memkeys"], capture_output=True, text=True, timeout=60)
+    assert memkeys.returncode == 0, memkeys.stderr
+    assert "20 strings with" in memkeys.stdout
+    # Cairn tracks no access frequency: the refusal is Redis's own for a server without LFU.
+    hotkeys = subprocess.run(["redis-cli", "-p", str(server.port), "--hotkeys"], capture_output=True, text=True, timeout=60)
+    assert hotkeys.returncode == 1
+    assert "An LFU maxmemory policy is not selected" in hotkeys.stdout + hotkeys.stderr
