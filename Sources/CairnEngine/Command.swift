@@ -20,7 +20,9 @@ public struct Command: Sendable {
     public let arguments: String
     let handler: Handler
     /// Subcommands (CLIENT, CONFIG, COMMAND...), dispatched on the second argument.
-    public let subcommands: [String: Command]
+    public internal(set) var subcommands: [String: Command]
+    /// Position in the table's metrics (`CommandMetricsTable`), set by `CommandTable`.
+    internal(set) var index = 0
     /// When a request of this command may run together with its neighbours (`grouped(_:)`),
     /// given its arguments and session; nil: always alone, through `Engine.execute`.
     private(set) var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? = nil
@@ -89,6 +91,8 @@ public struct Command: Sendable {
         /// Takes time in proportion to the whole database (DBSIZE, KEYS, COMPACT): the server
         /// runs it off the connection's worker (`Engine.Route.long`). Not shown by COMMAND.
         public static let long = Flags(rawValue: 1 << 10)
+        /// Not entered in the slow log (EXEC: its commands are, one by one). Redis's `skip_slowlog`.
+        public static let skipSlowlog = Flags(rawValue: 1 << 11)
 
         /// Names as `COMMAND INFO` prints them.
         public var names: [String] {
@@ -101,6 +105,7 @@ public struct Command: Sendable {
             if contains(.loading) { out.append("loading") }
             if contains(.stale) { out.append("stale") }
             if contains(.noTransaction) { out.append("no_multi") }
+            if contains(.skipSlowlog) { out.append("skip_slowlog") }
             return out
         }
     }

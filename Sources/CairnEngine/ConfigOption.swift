@@ -175,6 +175,16 @@ public struct ConfigOption: Sendable {
         .int("iterator-idle-timeout", \.iteratorIdleTimeout),
         .int("slowlog-log-slower-than", min: -1, \.slowlogLogSlowerThan),
         .int("slowlog-max-len", \.slowlogMaxLen),
+        .int("latency-monitor-threshold", \.latencyMonitorThreshold),
+        .bytes("maxmemory", \.maxmemory),
+        ConfigOption(name: "maxmemory-policy", mutable: true, get: { $0.maxmemoryPolicy }) { config, text throws(Invalid) in
+            let redis = ["volatile-lru", "allkeys-lru", "volatile-lfu", "allkeys-lfu", "volatile-random", "allkeys-random", "volatile-ttl", "noeviction"]
+            guard redis.contains(text.lowercased()) else { throw oneOf(redis) }
+            guard text.lowercased() == "noeviction" else {
+                throw Invalid("Cairn keeps its data on disk and never evicts keys: only noeviction is supported")
+            }
+            config.maxmemoryPolicy = "noeviction"
+        },
         .string("port-file", mutable: false, \.portFile),
         .int("active-expire-effort", min: 1, max: 10, \.activeExpireEffort),
         .int("busy-reply-threshold", min: Int(Int64.min), \.busyReplyThreshold),
@@ -184,7 +194,7 @@ public struct ConfigOption: Sendable {
 
     /// Options Redis clients ask about that have a fixed answer in Cairn (the WAL is the log).
     public static let fixed: [(String, String)] = [
-        ("save", ""), ("appendonly", "yes"), ("databases", "1"), ("maxmemory", "0"),
+        ("save", ""), ("appendonly", "yes"), ("databases", "1"),
     ]
 
     public static func named(_ name: String) -> ConfigOption? {

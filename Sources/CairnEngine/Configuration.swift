@@ -102,6 +102,16 @@ public struct Configuration: Sendable, Equatable {
     public var slowlogLogSlowerThan = 10000
     /// Entries kept in the slow log. Default 128.
     public var slowlogMaxLen = 128
+    /// Requests at least this many milliseconds long are latency events (`LATENCY LATEST`,
+    /// events `command` and `fast-command`); 0 turns the latency monitor off. Default 0.
+    public var latencyMonitorThreshold = 0
+    /// Accepted for Redis tools and reported by INFO and CONFIG GET, bytes; 0 (the default)
+    /// means no limit. Cairn keeps its data on disk and never evicts keys, so this limits
+    /// nothing: its memory is the block cache, the row cache and the memtables
+    /// (`block-cache-size`, `row-cache-size`, `write-buffer-size`).
+    public var maxmemory = 0
+    /// Always `noeviction`: Cairn never evicts keys (data larger than memory lives on disk).
+    public var maxmemoryPolicy = "noeviction"
     /// Serial queues serving connections (Redis's io-threads). Default: the number of cores.
     public var ioThreads = Configuration.defaultBackgroundJobs
     /// Snapshots one connection may hold. Default 16.

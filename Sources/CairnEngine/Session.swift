@@ -33,6 +33,9 @@ public final class Session: @unchecked Sendable {
     public var family: Family {
         didSet { record.state.withLock { $0.family = family.name } }
     }
+    /// Set by MONITOR: once its reply is written the server sends this client every request
+    /// it runs (`Engine.monitors`), and clears this.
+    public var startsMonitoring = false
     /// Set by QUIT and SHUTDOWN: the server closes after writing pending replies.
     public var closeAfterReply = false
     /// Queued commands between MULTI and EXEC; nil outside a transaction.

@@ -182,6 +182,12 @@ final class Connection: @unchecked Sendable {
                 if writer.bytes.count - sent > Connection.flushThreshold { break }
             }
             guard let argv = nextRequest() else { break }
+            if let wait = engine.pauseDelay(argv, session: session) {
+                // CLIENT PAUSE: this request (and those after it) run once the pause ends.
+                heldBack.insert(argv, at: 0)
+                retryAfterPause(wait)
+                break
+            }
             let replyStart = base + writer.bytes.count
             writer.version = session.protocolVersion
             switch engine.route(argv, session: session) {
@@ -200,6 +206,7 @@ final class Connection: @unchecked Sendable {
                 startLong(argv)
             case .alone:
                 engine.execute(argv, session: session, out: &writer)
+                if session.startsMonitoring { startMonitoring() }
             }
             if awaitingStagedWrites || awaitingDeferred { break }
             holdRepliesForSync(from: replyStart)
@@ -415,6 +422,65 @@ final class Connection: @unchecked Sendable {
         worker.poller.watchWritable(fd, on)
     }
 
+    /// A retry of paused requests is scheduled (`retryAfterPause`).
+    private var pauseRetryScheduled = false
+
+    /// Runs the held requests again once `milliseconds` passed, checking at least every 20 ms
+    /// so CLIENT UNPAUSE takes effect at once rather than at the pause's end.
+    private func retryAfterPause(_ milliseconds: Int64) {
+        guard !pauseRetryScheduled else { return }
+        pauseRetryScheduled = true
+        worker.queue.asyncAfter(deadline: .now() + .milliseconds(Int(min(max(milliseconds, 1), 20)))) { [self] in
+            pauseRetryScheduled = false
+            if !closed { process() }
+        }
+    }
+
+    // MARK: MONITOR
+
+    /// This client's MONITOR lines, once it sent MONITOR.
+    private var monitor: MonitorSink? = nil
+    /// Lines a monitor may leave unread when `client-output-buffer-limit` is 0 (no limit):
+    /// a monitor that falls this far behind is disconnected rather than held in memory.
+    static let monitorBufferLimit = 32 << 20
+
+    /// Starts sending this client a line for every request any client runs (`Engine.monitors`).
+    /// Lines are collected off this queue and written here; a monitor that lets more than the
+    /// output limit pile up is closed, so a slow monitor never slows the clients it watches.
+    private func startMonitoring() {
+        session.startsMonitoring = false
+        guard monitor == nil else { return }
+        let configured = worker.limits.outputBufferLimit
+        let limit = configured > 0 ? configured : Connection.monitorBufferLimit
+        let queue = worker.queue
+        let sink = MonitorSink(
+            limit: limit,
+            wake: { [weak self] in
+                queue.async { [weak self] in self?.drainMonitor() }
+            },
+            overflow: { [weak self] in
+                queue.async { [weak self] in
+                    guard let self, !self.closed else { return }
+                    self.overLimit(limit)
+                }
+            })
+        monitor = sink
+        worker.engine.monitors.add(session.id, sink)
+    }
+
+    private func drainMonitor() {
+        guard !closed, let monitor else { return }
+        let lines = monitor.take()
+        guard !lines.isEmpty else { return }
+        writer.bytes.append(contentsOf: lines)
+        let pending = writer.bytes.count - sent
+        if pending > monitor.limit {
+            overLimit(pending)
+            return
+        }
+        flush()
+    }
+
     // MARK: closing
 
     /// Closes now. Safe to call more than once.
@@ -425,6 +491,7 @@ final class Connection: @unchecked Sendable {
         worker.poller.remove(fd)
         Glibc.close(fd)
         worker.engine.clients.remove(session.id)
+        if monitor != nil { worker.engine.monitors.remove(session.id) }
         // Deferred or long work may still be using the session: `finishDeferred` releases it.
         if !awaitingDeferred { worker.engine.connectionClosed(session) }
         worker.removed(self)

@@ -50,7 +50,7 @@ enum TransactionCommands {
             call.session.watched = []
             out.simpleString("OK")
         },
-        Command("exec", arity: 1, flags: [.noMulti], group: "transactions", since: "1.2.0",
+        Command("exec", arity: 1, flags: [.noMulti, .skipSlowlog], group: "transactions", since: "1.2.0",
                 summary: "Executes all commands in a transaction.", handler: exec),
     ]
 
