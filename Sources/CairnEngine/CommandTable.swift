@@ -28,6 +28,8 @@ public struct CommandTable: Sendable {
         KeyCommands.all,
         TransactionCommands.all,
         HashCommands.all,
+        ListCommands.all,
+        BlockingListCommands.all,
         ServerCommands.all,
         FamilyCommands.all,
         SnapshotCommands.all,

@@ -47,6 +47,8 @@ public final class Engine: @unchecked Sendable {
     static let membersFamilyName = "cairn.members"
     /// Versions for new collections (`CollectionMetadata.version`).
     let collectionVersions = VersionClock()
+    /// Clients parked by a blocking pop, per key (Blocking/BlockedClients.swift).
+    public let blocking = BlockedClients()
 
     /// Opens (creating if needed) the database in `configuration.dir`.
     public init(configuration: Configuration, logger: Logger) throws {

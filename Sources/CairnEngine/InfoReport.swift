@@ -44,7 +44,7 @@ enum InfoReport {
             return [
                 ("connected_clients", String(engine.clients.count)),
                 ("maxclients", String(config.maxclients)),
-                ("blocked_clients", "0"),
+                ("blocked_clients", String(engine.blocking.count)),
             ]
         case "memory":
             let rss = residentBytes()

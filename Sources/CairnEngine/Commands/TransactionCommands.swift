@@ -101,6 +101,7 @@ enum TransactionCommands {
                 } else {
                     for stripe in tx.changedStripes { engine.locks.changed(stripe: stripe) }
                 }
+                engine.wakeBlocked(after: tx)
             }
             return replies.bytes
         }
