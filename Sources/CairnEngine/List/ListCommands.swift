@@ -274,7 +274,9 @@ enum ListCommands {
         var matches: [Int64] = []
         if let meta = try call.list(call[1]) {
             let reverse = rank < 0
-            var skip = rank.magnitude - 1
+            // Redis 7.0 negates RANK in a 64-bit integer: the lowest value stays negative and
+            // skips no match.
+            var skip = rank == .min ? 0 : rank.magnitude - 1
             let wanted = count.map { $0 == 0 ? Int.max : Int(clamping: $0) } ?? 1
             var seen: Int64 = 0
             try call.scanMembers(meta, of: call[1], .member, reverse: reverse) { _, value in
