@@ -55,5 +55,7 @@ extension Engine {
         } else {
             for stripe in tx.changedStripes { locks.changed(stripe: stripe) }
         }
+        // Clients blocked on a list this transaction pushed to.
+        wakeBlocked(after: tx)
     }
 }

@@ -42,6 +42,8 @@ public struct CommandTable: Sendable {
         TransactionCommands.all,
         HashCommands.all,
         PubSubCommands.all,
+        ListCommands.all,
+        BlockingListCommands.all,
         ServerCommands.all,
         FamilyCommands.all,
         SnapshotCommands.all,

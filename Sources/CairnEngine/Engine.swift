@@ -55,6 +55,8 @@ public final class Engine: @unchecked Sendable {
     public let pubsub = PubSub()
     /// Versions for new collections (`CollectionMetadata.version`).
     let collectionVersions = VersionClock()
+    /// Clients parked by a blocking pop, per key (Blocking/BlockedClients.swift).
+    public let blocking = BlockedClients()
 
     /// Opens (creating if needed) the database in `configuration.dir`.
     public init(configuration: Configuration, logger: Logger) throws {

@@ -60,7 +60,7 @@ enum InfoReport {
             return [
                 ("connected_clients", String(engine.clients.count)),
                 ("maxclients", String(config.maxclients)),
-                ("blocked_clients", "0"),
+                ("blocked_clients", String(engine.blocking.count)),
             ]
         case "memory":
             // used_memory is the resident size: Cairn cannot tell its allocator's free pages

@@ -64,6 +64,9 @@ public final class Session: @unchecked Sendable {
     /// Slow work a handler left to run off the connection's queue (backups, restore); the
     /// server runs it, appends its reply, and only then runs this client's next request.
     public var deferred: (@Sendable (inout RESPWriter) -> Void)? = nil
+    /// A blocking pop that found nothing (BLPOP...): the server parks the connection until
+    /// it is served, times out or is unblocked (Blocking/BlockRequest.swift).
+    public var blocked: BlockRequest? = nil
 
     public init(record: ClientRecord, authenticated: Bool, family: Family) {
         self.record = record

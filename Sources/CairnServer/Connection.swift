@@ -23,15 +23,15 @@ final class Connection: @unchecked Sendable {
     let worker: Worker
     let session: Session
     private var parser: RequestParser
-    private var writer: RESPWriter
+    var writer: RESPWriter
     /// Bytes of `writer.bytes` already sent.
     private var sent = 0
     private var writing = false
-    private var closed = false
+    private(set) var closed = false
     var lastActivity: UInt64
     /// Bytes ever written to `writer` before `writer.bytes[0]`: reply positions below are
     /// absolute, so they survive the buffer being compacted.
-    private var base = 0
+    private(set) var base = 0
     /// `appendfsync always` (see `GroupCommit`): where the first reply of this round's unsynced
     /// writes starts; the sync for it is requested when the round ends.
     private var roundHoldStart: Int? = nil
@@ -42,6 +42,11 @@ final class Connection: @unchecked Sendable {
     private var awaitingDeferred = false
     /// Plain writes wait in the worker to be written with other connections'; later requests wait.
     private var awaitingStagedWrites = false
+    /// A blocking pop waiting for an element (`Session.blocked`); later requests wait. See
+    /// Connection+Parking.swift.
+    var parked: BlockRequest? = nil
+    /// Ends `parked` with the timeout reply when its time is up.
+    var parkTimer: (any DispatchSourceTimer)? = nil
 
     /// Replies above this size are flushed before more requests run.
     static let flushThreshold = 1 << 20
@@ -156,9 +161,9 @@ final class Connection: @unchecked Sendable {
     /// which writes those of every connection of the poller round as one RocksDB write batch; the replies and
     /// the requests after them follow in `stagedWritesDone`. Consecutive plain `GET key`
     /// requests are read with one batched MultiGet (`Engine.executePlainGets`).
-    private func process() {
+    func process() {
         let engine = worker.engine
-        while !closed && !awaitingDeferred && !awaitingStagedWrites {
+        while !closed && !awaitingDeferred && !awaitingStagedWrites && parked == nil {
             let pending = writer.bytes.count - sent
             if pending > Connection.unauthenticatedBufferLimit && !session.authenticated {
                 // Before AUTH every reply is a short error: this many unread is not a client.
@@ -215,6 +220,11 @@ final class Connection: @unchecked Sendable {
                 startDeferred(work)
                 break
             }
+            if let request = session.blocked {
+                session.blocked = nil
+                park(request)
+                if parked != nil { break }
+            }
             if session.closeAfterReply { break }
         }
         if let start = roundHoldStart {
@@ -237,7 +247,7 @@ final class Connection: @unchecked Sendable {
 
     /// Under `appendfsync always`, replies from `replyStart` on wait for a WAL sync when the
     /// requests behind them wrote.
-    private func holdRepliesForSync(from replyStart: Int) {
+    func holdRepliesForSync(from replyStart: Int) {
         guard session.unsyncedWrite else { return }
         session.unsyncedWrite = false
         if roundHoldStart == nil && worker.engine.repliesWaitForSync { roundHoldStart = replyStart }
@@ -492,6 +502,7 @@ final class Connection: @unchecked Sendable {
         Glibc.close(fd)
         worker.engine.clients.remove(session.id)
         if monitor != nil { worker.engine.monitors.remove(session.id) }
+        if parked != nil { endParked(.disconnected) }
         // Deferred or long work may still be using the session: `finishDeferred` releases it.
         if !awaitingDeferred { worker.engine.connectionClosed(session) }
         worker.removed(self)

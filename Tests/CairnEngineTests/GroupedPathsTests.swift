@@ -17,7 +17,11 @@ import Testing
         func number() -> String { ["1", "-3", "17", "x", "9223372036854775807", "-9223372036854775808"].randomElement(using: &rng)! }
         var out: [[[UInt8]]] = []
         for _ in 0..<count {
-            let words: [String] = switch Int.random(in: 0..<22, using: &rng) {
+            let words: [String] = switch Int.random(in: 0..<26, using: &rng) {
+            case 22: ["LPUSH", key(), number(), "e"]
+            case 23: ["RPUSH", key(), "z"]
+            case 24: ["LPOP", key()]
+            case 25: ["LRANGE", key(), "0", "-1"]
             case 16, 17: ["HSET", key(), "f\(Int.random(in: 0..<3, using: &rng))", number()]
             case 18: ["HDEL", key(), "f0", "f1"]
             case 19: ["HINCRBY", key(), "f2", number()]
@@ -55,7 +59,14 @@ import Testing
         var out: [String: RESPValue] = [:]
         for case .bulkString(let k) in keys {
             let type = h.run([Array("TYPE".utf8), k])
-            out[String(decoding: k, as: UTF8.self)] = type == .simpleString("hash") ? h.run([Array("HGETALL".utf8), k]) : h.run([Array("GET".utf8), k])
+            let read: [String] = switch type {
+            case .simpleString("hash"): ["HGETALL"]
+            case .simpleString("list"): ["LRANGE", "", "0", "-1"]
+            default: ["GET"]
+            }
+            var argv = read.map { Array($0.utf8) }
+            if argv.count > 1 { argv[1] = k } else { argv.append(k) }
+            out[String(decoding: k, as: UTF8.self)] = h.run(argv)
         }
         return out
     }

@@ -53,7 +53,7 @@ enum ConnectionCommands {
             out.simpleString("OK")
         },
         Command("client", arity: -2, group: "connection", summary: "A container for client connection commands.",
-                subcommands: ClientCommands.all) { _, _ throws(CommandError) in },
+                subcommands: ClientCommands.all + [BlockingListCommands.clientUnblock]) { _, _ throws(CommandError) in },
     ]
 
     /// Checks a user's password (SHA-256 digests compared in constant time, see `AccessControl`)
