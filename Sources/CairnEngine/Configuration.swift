@@ -112,6 +112,10 @@ public struct Configuration: Sendable, Equatable {
     public var maxmemory = 0
     /// Always `noeviction`: Cairn never evicts keys (data larger than memory lives on disk).
     public var maxmemoryPolicy = "noeviction"
+    /// Redis's encoding thresholds (`hash-max-listpack-entries`...), accepted and reported so
+    /// tools and test suites that tune them run. Cairn stores every collection one entry per
+    /// member whatever its size, so they change nothing (docs/commands.md).
+    public var encodingThresholds = ConfigOption.encodingDefaults
     /// Serial queues serving connections (Redis's io-threads). Default: the number of cores.
     public var ioThreads = Configuration.defaultBackgroundJobs
     /// Snapshots one connection may hold. Default 16.
