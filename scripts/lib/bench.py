@@ -132,7 +132,7 @@ def run_benchmark(port, test, pipeline, args):
     rows = [r for r in csv.reader(io.StringIO(result.stdout)) if r and r[0] != "test"]
     if result.returncode != 0 or not rows:
         raise SystemExit(f"redis-benchmark failed: {' '.join(cmd)}\n{result.stdout}\n{result.stderr}")
-    row = rows[0]
+    row = rows[-1]  # lrange_* runs an LPUSH fill first
     # test, rps, avg, min, p50, p95, p99, max (milliseconds)
     return {"rps": float(row[1]), "p50_ms": float(row[4]), "p99_ms": float(row[6])}
 
