@@ -2,6 +2,7 @@
 FROM swift:6.1-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
         librocksdb-dev libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev libedit-dev \
+        liblua5.1-0-dev lua-cjson-dev lua-bitop-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -15,7 +16,7 @@ RUN swift build -c release --product cairnd && swift build -c release --product 
 
 # Runtime stage: only the RocksDB runtime library and the Swift runtime.
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends librocksdb7.8 libedit2 ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends librocksdb7.8 libedit2 liblua5.1-0 lua-cjson lua-bitop ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --home /data --shell /usr/sbin/nologin cairn \
     && mkdir -p /data && chown cairn:cairn /data

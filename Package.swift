@@ -56,7 +56,7 @@ let package = Package(
         .target(
             name: "CairnEngine",
             dependencies: [
-                "Rocks", "RESP", .product(name: "Logging", package: "swift-log"),
+                "Rocks", "RESP", "CLua", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
@@ -74,6 +74,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
+        ),
+        // Lua 5.1 with cjson and bit for scripting (Debian liblua5.1-0-dev, lua-cjson-dev, lua-bitop-dev).
+        .systemLibrary(
+            name: "CLua", pkgConfig: "lua5.1",
+            providers: [.apt(["liblua5.1-0-dev", "lua-cjson-dev", "lua-bitop-dev"])]
         ),
         // epoll for the server's Poller (glibc headers only).
         .systemLibrary(name: "CEpoll"),

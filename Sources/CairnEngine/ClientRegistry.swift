@@ -19,6 +19,8 @@ public final class ClientRecord: Sendable {
         var family = "default"
         var protocolVersion = 2
         var user = "default"
+        /// Parked by a blocking pop: `flags=b`.
+        var blocked = false
     }
 
     public init(id: Int64, address: String, localAddress: String, now: Int64) {
@@ -44,7 +46,7 @@ public final class ClientRecord: Sendable {
     func line(now: Int64) -> String {
         state.withLock { s in
             "id=\(id) addr=\(address) laddr=\(localAddress) fd=0 name=\(s.name) age=\((now - createdAt) / 1000) "
-                + "idle=\((now - s.lastInteraction) / 1000) flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 "
+                + "idle=\((now - s.lastInteraction) / 1000) flags=\(s.blocked ? "b" : "N") db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 "
                 + "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r "
                 + "cmd=\(s.lastCommand) user=\(s.user) redir=-1 resp=\(s.protocolVersion) "
                 + "lib-name=\(s.libName) lib-ver=\(s.libVersion) cf=\(s.family)"

@@ -20,7 +20,9 @@ public struct Command: Sendable {
     public let arguments: String
     let handler: Handler
     /// Subcommands (CLIENT, CONFIG, COMMAND...), dispatched on the second argument.
-    public let subcommands: [String: Command]
+    public internal(set) var subcommands: [String: Command]
+    /// Position in the table's metrics (`CommandMetricsTable`), set by `CommandTable`.
+    internal(set) var index = 0
     /// When a request of this command may run together with its neighbours (`grouped(_:)`),
     /// given its arguments and session; nil: always alone, through `Engine.execute`.
     private(set) var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? = nil
@@ -33,22 +35,25 @@ public struct Command: Sendable {
         /// Requests of every client served in one poller round written as one batch
         /// (`Engine.writePlainWrites`).
         case write
+        /// Consecutive requests of one client run by their own handlers over a transaction
+        /// overlay and committed as one batch (`Engine.executeBatched`).
+        case batched
+    }
+
+    /// For a command whose keys are not at fixed positions (EVAL's `numkeys`): finds them, for
+    /// `keys(in:)` (EXEC's locks, ACL key patterns, size limits).
+    private(set) var movableKeys: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
+
+    /// This command with keys found by `finder` (see `movableKeys`).
+    func movingKeys(_ finder: @escaping @Sendable ([[UInt8]]) -> [[UInt8]]) -> Command {
+        var copy = self
+        copy.movableKeys = finder
+        return copy
     }
 
     /// For a counter command (INCR, DECR, INCRBY, DECRBY): its delta, from the request. The
     /// handler and the grouped write batch both take it from here (`counting(by:)`).
     private(set) var delta: (@Sendable (Call) throws(CommandError) -> Int64)? = nil
-
-    /// For a command whose keys follow a count (SINTERCARD, ZUNIONSTORE...: Redis's
-    /// `movablekeys`): the keys of a request, used instead of the (first, last, step) positions,
-    /// which COMMAND INFO reports as Redis does.
-    private(set) var keyFinder: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
-
-    func findingKeys(_ finder: @escaping @Sendable ([[UInt8]]) -> [[UInt8]]) -> Command {
-        var copy = self
-        copy.keyFinder = finder
-        return copy
-    }
 
     /// This command as a counter with `delta` (see `delta`).
     func counting(by delta: @escaping @Sendable (Call) throws(CommandError) -> Int64) -> Command {
@@ -86,6 +91,8 @@ public struct Command: Sendable {
         /// Takes time in proportion to the whole database (DBSIZE, KEYS, COMPACT): the server
         /// runs it off the connection's worker (`Engine.Route.long`). Not shown by COMMAND.
         public static let long = Flags(rawValue: 1 << 10)
+        /// Not entered in the slow log (EXEC: its commands are, one by one). Redis's `skip_slowlog`.
+        public static let skipSlowlog = Flags(rawValue: 1 << 11)
 
         /// Names as `COMMAND INFO` prints them.
         public var names: [String] {
@@ -98,6 +105,7 @@ public struct Command: Sendable {
             if contains(.loading) { out.append("loading") }
             if contains(.stale) { out.append("stale") }
             if contains(.noTransaction) { out.append("no_multi") }
+            if contains(.skipSlowlog) { out.append("skip_slowlog") }
             return out
         }
     }
@@ -127,7 +135,7 @@ public struct Command: Sendable {
 
     /// The keys of a request, from the key positions.
     public func keys(in argv: [[UInt8]]) -> [[UInt8]] {
-        if let keyFinder { return keyFinder(argv) }
+        if let movableKeys { return movableKeys(argv) }
         guard firstKey > 0, firstKey < argv.count else { return [] }
         let last = lastKey < 0 ? argv.count + lastKey : min(lastKey, argv.count - 1)
         guard last >= firstKey else { return [] }

@@ -3,13 +3,25 @@ public struct CommandTable: Sendable {
     public let commands: [String: Command]
     /// Top-level commands sorted by name (COMMAND, COMMAND DOCS).
     public let sorted: [Command]
+    /// Every command and subcommand name, by `Command.index`.
+    let indexedNames: [String]
 
     init(_ families: [[Command]]) {
         var commands: [String: Command] = [:]
+        var names: [String] = []
+        // Numbers each command and subcommand, so its metrics are found without hashing its name.
+        func indexed(_ c: Command) -> Command {
+            var copy = c
+            copy.index = names.count
+            names.append(c.name)
+            copy.subcommands = c.subcommands.mapValues(indexed)
+            return copy
+        }
         for c in families.joined() {
             precondition(commands[c.name] == nil, "duplicate command \(c.name)")
-            commands[c.name] = c
+            commands[c.name] = indexed(c)
         }
+        self.indexedNames = names
         self.commands = commands
         self.sorted = commands.values.sorted { $0.name < $1.name }
     }
@@ -25,9 +37,13 @@ public struct CommandTable: Sendable {
     static let standard = CommandTable([
         ConnectionCommands.all,
         StringCommands.all,
+        BitCommands.all,
         KeyCommands.all,
         TransactionCommands.all,
         HashCommands.all,
+        PubSubCommands.all,
+        ListCommands.all,
+        BlockingListCommands.all,
         SetCommands.all,
         SortedSetCommands.all,
         ServerCommands.all,
@@ -36,5 +52,8 @@ public struct CommandTable: Sendable {
         RangeCommands.all,
         BackupCommands.all,
         ACLCommands.all,
+        ScriptingCommands.all,
+        DiagnosticCommands.all,
+        MemoryCommands.all,
     ])
 }

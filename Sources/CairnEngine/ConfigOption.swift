@@ -175,13 +175,49 @@ public struct ConfigOption: Sendable {
         .int("iterator-idle-timeout", \.iteratorIdleTimeout),
         .int("slowlog-log-slower-than", min: -1, \.slowlogLogSlowerThan),
         .int("slowlog-max-len", \.slowlogMaxLen),
+        .int("latency-monitor-threshold", \.latencyMonitorThreshold),
+        .bytes("maxmemory", \.maxmemory),
+        ConfigOption(name: "maxmemory-policy", mutable: true, get: { $0.maxmemoryPolicy }) { config, text throws(Invalid) in
+            let redis = ["volatile-lru", "allkeys-lru", "volatile-lfu", "allkeys-lfu", "volatile-random", "allkeys-random", "volatile-ttl", "noeviction"]
+            guard redis.contains(text.lowercased()) else { throw oneOf(redis) }
+            guard text.lowercased() == "noeviction" else {
+                throw Invalid("Cairn keeps its data on disk and never evicts keys: only noeviction is supported")
+            }
+            config.maxmemoryPolicy = "noeviction"
+        },
         .string("port-file", mutable: false, \.portFile),
         .int("active-expire-effort", min: 1, max: 10, \.activeExpireEffort),
+        .int("busy-reply-threshold", min: Int(Int64.min), \.busyReplyThreshold),
+        // Redis's older name for the same setting.
+        .int("lua-time-limit", min: Int(Int64.min), \.busyReplyThreshold),
+    ] + encodingDefaults.keys.sorted().flatMap { name in
+        [encodingThreshold(name, name)] + encodingAliases.filter { $0.value == name }.keys.sorted().map { encodingThreshold($0, name) }
+    }
+
+    /// Redis 7.0's encoding thresholds and their defaults: accepted, reported, and without
+    /// effect on how Cairn stores collections (one entry per member at any size).
+    static let encodingDefaults: [String: Int] = [
+        "hash-max-listpack-entries": 128, "hash-max-listpack-value": 64, "set-max-intset-entries": 512,
+        "zset-max-listpack-entries": 128, "zset-max-listpack-value": 64, "list-max-listpack-size": -2,
+        "list-compress-depth": 0,
     ]
+    /// Redis's older names for the same thresholds.
+    static let encodingAliases: [String: String] = [
+        "hash-max-ziplist-entries": "hash-max-listpack-entries", "hash-max-ziplist-value": "hash-max-listpack-value",
+        "zset-max-ziplist-entries": "zset-max-listpack-entries", "zset-max-ziplist-value": "zset-max-listpack-value",
+        "list-max-ziplist-size": "list-max-listpack-size",
+    ]
+
+    private static func encodingThreshold(_ name: String, _ stored: String) -> ConfigOption {
+        ConfigOption(name: name, mutable: true, get: { String($0.encodingThresholds[stored] ?? 0) }) { config, text throws(Invalid) in
+            guard let n = Int(text), stored == "list-max-listpack-size" || n >= 0 else { throw Invalid("argument couldn't be parsed into an integer") }
+            config.encodingThresholds[stored] = n
+        }
+    }
 
     /// Options Redis clients ask about that have a fixed answer in Cairn (the WAL is the log).
     public static let fixed: [(String, String)] = [
-        ("save", ""), ("appendonly", "yes"), ("databases", "1"), ("maxmemory", "0"),
+        ("save", ""), ("appendonly", "yes"), ("databases", "1"),
     ]
 
     public static func named(_ name: String) -> ConfigOption? {

@@ -102,6 +102,20 @@ public struct Configuration: Sendable, Equatable {
     public var slowlogLogSlowerThan = 10000
     /// Entries kept in the slow log. Default 128.
     public var slowlogMaxLen = 128
+    /// Requests at least this many milliseconds long are latency events (`LATENCY LATEST`,
+    /// events `command` and `fast-command`); 0 turns the latency monitor off. Default 0.
+    public var latencyMonitorThreshold = 0
+    /// Accepted for Redis tools and reported by INFO and CONFIG GET, bytes; 0 (the default)
+    /// means no limit. Cairn keeps its data on disk and never evicts keys, so this limits
+    /// nothing: its memory is the block cache, the row cache and the memtables
+    /// (`block-cache-size`, `row-cache-size`, `write-buffer-size`).
+    public var maxmemory = 0
+    /// Always `noeviction`: Cairn never evicts keys (data larger than memory lives on disk).
+    public var maxmemoryPolicy = "noeviction"
+    /// Redis's encoding thresholds (`hash-max-listpack-entries`...), accepted and reported so
+    /// tools and test suites that tune them run. Cairn stores every collection one entry per
+    /// member whatever its size, so they change nothing (docs/commands.md).
+    public var encodingThresholds = ConfigOption.encodingDefaults
     /// Serial queues serving connections (Redis's io-threads). Default: the number of cores.
     public var ioThreads = Configuration.defaultBackgroundJobs
     /// Snapshots one connection may hold. Default 16.
@@ -123,6 +137,10 @@ public struct Configuration: Sendable, Equatable {
     /// How hard the background expiry sweep works, 1...10 (Redis's name): each 100 ms it may
     /// spend 25 ms of one core at 1, up to 43 ms at 10. Default 1.
     public var activeExpireEffort = 1
+    /// Milliseconds a script may run before other clients' commands get `-BUSY` (and SCRIPT
+    /// KILL may stop it); 0 or less: never BUSY. Redis's `busy-reply-threshold`, alias
+    /// `lua-time-limit`. Default 5000.
+    public var busyReplyThreshold = 5000
 
     public init() {}
 

@@ -18,6 +18,8 @@ public final class Engine: @unchecked Sendable {
     public let table: CommandTable
     let locks = KeyLocks()
     let scanCursors = ScanCursors()
+    /// Lua scripting: the interpreter, the script cache, the running script (Scripting/).
+    let scripting = Scripting()
     /// Background deletion of expired keys; the server steps it from a timer.
     public let expirySweep = ExpirySweep()
     let config: Mutex<Configuration>
@@ -37,6 +39,10 @@ public final class Engine: @unchecked Sendable {
     /// Set by the server when it syncs the WAL for `appendfsync always` itself (group commit,
     /// see `Session.unsyncedWrite`); until then writes under `always` sync one by one.
     public let groupCommit = Atomic<Bool>(false)
+    /// Clients in MONITOR mode (Monitors.swift).
+    public let monitors = Monitors()
+    /// CLIENT PAUSE (ClientPause.swift).
+    public let pause = ClientPause()
     /// Set once by the server before it serves.
     public nonisolated(unsafe) weak var hooks: (any ServerHooks)?
 
@@ -45,8 +51,12 @@ public final class Engine: @unchecked Sendable {
     /// The family holding the members of every family's hashes, sets, sorted sets and lists
     /// (`MemberKeys`); hidden like `metaFamilyName`.
     static let membersFamilyName = "cairn.members"
+    /// Channels, patterns and their subscribers.
+    public let pubsub = PubSub()
     /// Versions for new collections (`CollectionMetadata.version`).
     let collectionVersions = VersionClock()
+    /// Clients parked by a blocking pop, per key (Blocking/BlockedClients.swift).
+    public let blocking = BlockedClients()
 
     /// Opens (creating if needed) the database in `configuration.dir`.
     public init(configuration: Configuration, logger: Logger) throws {
@@ -56,6 +66,7 @@ public final class Engine: @unchecked Sendable {
         self.syncWrites = Atomic(configuration.appendfsync == .always)
         self.table = CommandTable.standard
         let stats = EngineStats()
+        stats.apply(configuration)
         self.stats = stats
         try RestoreJournal.recover(in: configuration.dir, logger: logger)
         // Opening for writing replays the WAL into new table files and starts a new WAL; on a
@@ -154,7 +165,14 @@ public final class Engine: @unchecked Sendable {
             logger.warning("leaving the database unclosed: RocksDB has not recovered from its write error; the next start replays the WAL")
             return
         }
-        try syncWALOrdered()
+        do {
+            try syncWALOrdered()
+        } catch where diskGuard.isFaulted {
+            // A flush or compaction ran out of space while we were stopping (the sync reports
+            // RocksDB's background error): as above.
+            logger.warning("leaving the database unclosed: RocksDB hit a write error while stopping (\(error)); the next start replays the WAL")
+            return
+        }
         try database.close()
     }
 
@@ -215,6 +233,7 @@ public final class Engine: @unchecked Sendable {
         }
         syncWrites.store(updated.appendfsync == .always, ordering: .relaxed)
         guardrails.apply(updated)
+        stats.apply(updated)
         hooks?.configurationChanged(updated)
     }
 
@@ -257,6 +276,7 @@ public final class Engine: @unchecked Sendable {
 
     /// Releases what a closed connection owned: its snapshots and iterators.
     public func connectionClosed(_ session: Session) {
+        unsubscribeAll(session)
         session.queued = nil
         session.watched = []
         for it in session.iterators.values { it.cursor.close() }
@@ -318,6 +338,7 @@ public final class Engine: @unchecked Sendable {
             execute(requests[0], session: session, out: &out)
             return 1
         }
+        let started = MonotonicClock.nanoseconds()
         var options = ReadOptions()
         options.snapshot = session.readSnapshot?.snapshot
         let family = session.family
@@ -349,31 +370,44 @@ public final class Engine: @unchecked Sendable {
             stats.keyspaceMisses.increment(by: answered - hits)
             // As a GET run alone does (a snapshot read leaves the live key alone).
             if options.snapshot == nil { for key in expired { reapExpired(key, in: family) } }
+            completedGets(requests.prefix(answered), session: session, since: started, failed: 0)
             return answered
         } catch {
             admitted("get", session: session, count: requests.count)
             for _ in requests { reply(error, to: &out) }
+            completedGets(requests[...], session: session, since: started, failed: requests.count)
             return requests.count
         }
+    }
+
+    /// Reports a grouped read to `completed` under its command (GET).
+    private func completedGets(_ requests: ArraySlice<[[UInt8]]>, session: Session, since started: Int, failed: Int) {
+        guard let first = requests.first, let command = table.commands[Bytes.lowercased(first[0])] else { return }
+        completed(command, requests, session: session, nanoseconds: MonotonicClock.nanoseconds() - started, failed: failed)
     }
 
     /// Runs an already-checked command; used by EXEC for each queued request too.
     func run(_ command: Command, _ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
         if let refusal = diskRefusal(command, argv, session: session) {
+            rejected(command)
             reply(refusal, to: &out)
             return
         }
+        let started = MonotonicClock.nanoseconds()
         let call = Call(engine: self, session: session, argv: argv, name: command.name)
         if command.flags.contains(.write) { session.unsyncedWrite = true }
+        var failed = 0
         do {
             try command.handler(call, &out)
         } catch {
+            failed = 1
             reply(error, to: &out)
         }
+        completed(command, CollectionOfOne(argv), session: session, nanoseconds: MonotonicClock.nanoseconds() - started, failed: failed)
     }
 
     func reply(_ error: CommandError, to out: inout RESPWriter) {
-        stats.errorReplies.increment()
+        stats.noteError(error.prefix)
         out.error(error.wire)
     }
 

@@ -6,19 +6,34 @@ import Glibc
 
 /// The text of INFO: Redis's sections plus `rocksdb`. https://redis.io/docs/latest/commands/info/
 enum InfoReport {
-    static let defaultSections = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "keyspace", "rocksdb"]
+    static let defaultSections = [
+        "server", "clients", "memory", "persistence", "stats", "replication", "cpu", "errorstats", "cluster", "keyspace", "rocksdb",
+    ]
+    /// Sections `all` and `everything` add, as in Redis (long: a line per command).
+    static let extraSections = ["commandstats", "latencystats"]
 
     static func render(_ engine: Engine, session: Session, sections requested: [String]) throws(CommandError) -> String {
-        var sections = requested.isEmpty || requested.contains(where: { ["all", "default", "everything"].contains($0) })
-            ? defaultSections : requested
-        sections = sections.filter { defaultSections.contains($0) }
+        var wanted = Set(requested)
+        if requested.isEmpty || wanted.contains("default") { wanted.formUnion(defaultSections) }
+        if wanted.contains("all") || wanted.contains("everything") { wanted.formUnion(defaultSections + extraSections) }
+        let sections = (defaultSections + extraSections).filter { wanted.contains($0) }
         var out = ""
         for name in sections {
             if !out.isEmpty { out += "\r\n" }
-            out += "# \(name == "rocksdb" ? "RocksDB" : name.prefix(1).uppercased() + name.dropFirst())\r\n"
+            out += "# \(title(name))\r\n"
             for (key, value) in try lines(name, engine, session) { out += "\(key):\(value)\r\n" }
         }
         return out
+    }
+
+    static func title(_ section: String) -> String {
+        switch section {
+        case "rocksdb": "RocksDB"
+        case "commandstats": "Commandstats"
+        case "errorstats": "Errorstats"
+        case "latencystats": "Latencystats"
+        default: section.prefix(1).uppercased() + section.dropFirst()
+        }
     }
 
     static func lines(_ section: String, _ engine: Engine, _ session: Session) throws(CommandError) -> [(String, String)] {
@@ -32,6 +47,7 @@ enum InfoReport {
                 ("redis_version", ServerCommands.redisVersion),
                 ("cairn_version", ServerCommands.cairnVersion),
                 ("redis_mode", "standalone"),
+                ("run_id", stats.runID),
                 ("os", osName()),
                 ("arch_bits", "64"),
                 ("process_id", String(getpid())),
@@ -44,10 +60,13 @@ enum InfoReport {
             return [
                 ("connected_clients", String(engine.clients.count)),
                 ("maxclients", String(config.maxclients)),
-                ("blocked_clients", "0"),
+                ("blocked_clients", String(engine.blocking.count)),
             ]
         case "memory":
+            // used_memory is the resident size: Cairn cannot tell its allocator's free pages
+            // from its data, so the fragmentation ratio is 1 (see docs/operations.md).
             let rss = residentBytes()
+            let peak = engine.notePeakMemory(rss)
             let memtables = sum(engine, "rocksdb.cur-size-all-mem-tables")
             let cache = db.integerProperty("rocksdb.block-cache-usage") ?? 0
             return [
@@ -55,7 +74,12 @@ enum InfoReport {
                 ("used_memory_human", human(rss)),
                 ("used_memory_rss", String(rss)),
                 ("used_memory_rss_human", human(rss)),
-                ("maxmemory", "0"),
+                ("used_memory_peak", String(peak)),
+                ("used_memory_peak_human", human(peak)),
+                ("mem_fragmentation_ratio", "1.00"),
+                ("maxmemory", String(config.maxmemory)),
+                ("maxmemory_human", human(config.maxmemory)),
+                ("maxmemory_policy", config.maxmemoryPolicy),
                 ("rocksdb_memtables", String(memtables)),
                 ("rocksdb_block_cache_usage", String(cache)),
                 ("rocksdb_block_cache_capacity", String(config.blockCacheSize)),
@@ -76,11 +100,15 @@ enum InfoReport {
                 ("backup_dir", config.resolvedBackupDir),
             ] + engine.backups.infoLines(engine) + engine.diskGuard.infoLines()
         case "stats":
+            let rates = stats.instantaneous
             return [
                 ("total_connections_received", String(stats.connectionsReceived.value)),
                 ("total_commands_processed", String(stats.commandsProcessed.value)),
+                ("instantaneous_ops_per_sec", String(Int(rates[0]))),
                 ("total_net_input_bytes", String(stats.netInputBytes.value)),
                 ("total_net_output_bytes", String(stats.netOutputBytes.value)),
+                ("instantaneous_input_kbps", twoDecimals(rates[1] / 1024)),
+                ("instantaneous_output_kbps", twoDecimals(rates[2] / 1024)),
                 ("rejected_connections", String(stats.rejectedConnections.value)),
                 ("expired_keys", String(stats.expiredKeys.value)),
                 ("expire_sweep_compactions", String(stats.sweepCompactions.value)),
@@ -90,6 +118,22 @@ enum InfoReport {
                 ("keyspace_misses", String(stats.keyspaceMisses.value)),
                 ("total_error_replies", String(stats.errorReplies.value)),
             ]
+        case "errorstats":
+            return stats.errorsByPrefix.map { ("errorstat_\($0.0)", "count=\($0.1)") }
+        case "cluster":
+            return [("cluster_enabled", "0")]
+        case "commandstats":
+            return stats.commands.all.filter(\.hasData).sorted { $0.name < $1.name }.map { m in
+                let calls = m.calls.value
+                let usec = m.nanoseconds.value / 1000
+                return ("cmdstat_\(m.name)", "calls=\(calls),usec=\(usec),usec_per_call=\(twoDecimals(calls == 0 ? 0 : Double(usec) / Double(calls)))"
+                    + ",rejected_calls=\(m.rejectedCalls.value),failed_calls=\(m.failedCalls.value)")
+            }
+        case "latencystats":
+            return stats.commands.all.sorted { $0.name < $1.name }.compactMap { m in
+                guard let p = m.percentilesMicroseconds([50, 99, 99.9]) else { return nil }
+                return ("latency_percentiles_usec_\(m.name)", "p50=\(threeDecimals(p[0])),p99=\(threeDecimals(p[1])),p99.9=\(threeDecimals(p[2]))")
+            }
         case "replication":
             return [("role", "master"), ("connected_slaves", "0")]
         case "cpu":
@@ -125,6 +169,9 @@ enum InfoReport {
             return []
         }
     }
+
+    static func twoDecimals(_ v: Double) -> String { String(format: "%.2f", v) }
+    static func threeDecimals(_ v: Double) -> String { String(format: "%.3f", v) }
 
     static func sum(_ engine: Engine, _ property: String) -> UInt64 {
         engine.allFamilies.reduce(UInt64(0)) { $0 + (engine.database.integerProperty(property, in: $1.handle) ?? 0) }
@@ -162,5 +209,21 @@ enum InfoReport {
 extension String {
     func leftPadded(_ width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+extension Engine {
+    /// One statistics sample (the server calls this ten times a second): the counters behind
+    /// INFO's instantaneous rates, and the resident size for `used_memory_peak`.
+    public func sampleStatistics() {
+        stats.sampleRates(now: Clock.milliseconds())
+        notePeakMemory(InfoReport.residentBytes())
+    }
+
+    /// Raises `used_memory_peak` to `bytes` if higher; returns the peak.
+    @discardableResult
+    func notePeakMemory(_ bytes: Int) -> Int {
+        let old = stats.peakMemory.max(bytes, ordering: .relaxed).oldValue
+        return Swift.max(old, bytes)
     }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// Striped locks over keys, each stripe with a modification counter.
 ///
@@ -13,12 +14,49 @@ import Glibc
 /// sharing a stripe (1 in 4096) can still abort each other: a rare false conflict, never a
 /// missed one.
 ///
+/// A write of many keys (a 500,000-key MSET or DEL covers every stripe) would hold every
+/// stripe for the whole commit and stall every other writer. Instead it *claims* its keys
+/// (`claimThreshold` or more): it waits for the writers in flight, registers the keys, and
+/// commits holding no stripe; only a writer of one of those keys waits for it (`withStripes`
+/// checks the claims after taking its stripes), and the claim moves its stripes' versions at
+/// the end, holding them all for an instant.
+///
 /// `@unchecked Sendable`: the mutexes and counters are allocated once, never moved, and each
-/// counter is only read or written while its mutex is held.
+/// counter is only read or written while its mutex is held; claims are guarded by
+/// `claimMutex`.
 final class KeyLocks: @unchecked Sendable {
     private let mutexes: UnsafeMutablePointer<pthread_mutex_t>
     private let versions: UnsafeMutablePointer<UInt64>
     private let count: Int
+
+    /// Writes of at least this many keys claim them instead of holding their stripes.
+    static let claimThreshold = 1024
+
+    /// The keys of one big write, by family name, while it commits.
+    private final class Claim {
+        let keys: [ObjectIdentifier: Set<[UInt8]>]
+        /// Stripes whose keys the write changed (versions move when it ends).
+        var changed = Set<Int>()
+        var done = false
+
+        init(_ keys: [(key: [UInt8], family: Family)]) {
+            var byFamily: [ObjectIdentifier: Set<[UInt8]>] = [:]
+            for k in keys { byFamily[ObjectIdentifier(k.family), default: []].insert(k.key) }
+            self.keys = byFamily
+        }
+
+        func covers(_ key: [UInt8], in family: Family) -> Bool {
+            keys[ObjectIdentifier(family)]?.contains(key) ?? false
+        }
+    }
+    private var claims: [Claim] = []
+    /// `claims.count`, read without `claimMutex` by every lock taker: almost always 0. Changed
+    /// only while every stripe is held, so a taker that holds its stripes reads it exactly.
+    private let claimCount = Atomic<Int>(0)
+    private var claimMutex = pthread_mutex_t()
+    private var claimEnded = pthread_cond_t()
+    /// The claim the current thread commits under (its `changed` calls go to it).
+    private var currentClaim = pthread_key_t()
 
     init(count: Int = 4096) {
         precondition(count > 0 && count & (count - 1) == 0, "stripe count must be a power of two")
@@ -27,6 +65,9 @@ final class KeyLocks: @unchecked Sendable {
         versions = .allocate(capacity: count)
         versions.initialize(repeating: 0, count: count)
         for i in 0..<count { pthread_mutex_init(mutexes + i, nil) }
+        pthread_mutex_init(&claimMutex, nil)
+        pthread_cond_init(&claimEnded, nil)
+        pthread_key_create(&currentClaim, nil)
     }
 
     deinit {
@@ -49,18 +90,21 @@ final class KeyLocks: @unchecked Sendable {
 
     /// Runs `body` holding the key's stripe.
     func withLock<R, E: Error>(_ key: [UInt8], in family: Family, _ body: () throws(E) -> R) throws(E) -> R {
-        try withStripes([stripe(for: key, in: family)], body)
+        try withStripes([stripe(for: key, in: family)], keys: [(key, family)], body)
     }
 
-    /// Runs `body` holding the stripes of all `keys` (taken in index order, so no deadlock).
+    /// Runs `body` holding the stripes of all `keys` (taken in index order, so no deadlock), or
+    /// claiming them when they are many.
     func withLocks<R, E: Error>(_ keys: [[UInt8]], in family: Family, _ body: () throws(E) -> R) throws(E) -> R {
         if keys.count == 1 { return try withLock(keys[0], in: family, body) }
-        return try withDistinctStripes(keys.map { stripe(for: $0, in: family) }, body)
+        return try withLocks(keys.map { ($0, family) }, body)
     }
 
-    /// Runs `body` holding the stripes of keys that may live in different families.
+    /// Runs `body` holding the stripes of keys that may live in different families, or
+    /// claiming them when they are many.
     func withLocks<R, E: Error>(_ keys: [(key: [UInt8], family: Family)], _ body: () throws(E) -> R) throws(E) -> R {
-        try withDistinctStripes(keys.map { stripe(for: $0.key, in: $0.family) }, body)
+        if keys.count >= KeyLocks.claimThreshold { return try withClaim(keys, body) }
+        return try withStripes(Array(Set(keys.map { stripe(for: $0.key, in: $0.family) })).sorted(), keys: keys, body)
     }
 
     /// Runs `body` holding the stripes of `keys` plus `stripes` (or every stripe when `all`),
@@ -69,7 +113,8 @@ final class KeyLocks: @unchecked Sendable {
         _ keys: [[UInt8]], in family: Family, plus stripes: [Int], all: Bool, _ body: () throws(E) -> R
     ) throws(E) -> R {
         if all { return try withEveryStripe(body) }
-        return try withDistinctStripes(keys.map { stripe(for: $0, in: family) } + stripes, body)
+        let stripes = Array(Set(keys.map { stripe(for: $0, in: family) } + stripes)).sorted()
+        return try withStripes(stripes, keys: keys.map { ($0, family) }, body)
     }
 
     /// The version of a stripe the caller holds (no locking: the caller already has the mutex).
@@ -82,14 +127,19 @@ final class KeyLocks: @unchecked Sendable {
         changed(stripe: stripe(for: key, in: family))
     }
 
-    /// Records a change to a key of stripe `index`, which the caller holds.
+    /// Records a change to a key of stripe `index`, which the caller holds (or has claimed:
+    /// then the version moves when the claim ends).
     func changed(stripe index: Int) {
+        if let claim = pthread_getspecific(currentClaim) {
+            Unmanaged<Claim>.fromOpaque(claim).takeUnretainedValue().changed.insert(index)
+            return
+        }
         versions[index] &+= 1
     }
 
     /// Records a change to unknown keys; the caller holds every stripe (`withEveryStripe`).
     func changedEveryStripe() {
-        for i in 0..<count { versions[i] &+= 1 }
+        for i in 0..<count { changed(stripe: i) }
     }
 
     /// Runs `body` holding every stripe, then moves every version: for changes to unknown keys
@@ -103,21 +153,70 @@ final class KeyLocks: @unchecked Sendable {
     }
 
     /// Runs `body` holding every stripe, moving no version (an EXEC that switches family holds
-    /// everything and marks what it wrote with `changed`).
+    /// everything and marks what it wrote with `changed`). Waits for every claim to end first:
+    /// such writes may touch any key.
     func withEveryStripe<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        try withStripes(Array(0..<count), body)
+        try withStripes(Array(0..<count), keys: nil, body)
     }
 
-    /// Takes each stripe once, in index order (so no deadlock).
-    private func withDistinctStripes<R, E: Error>(_ stripes: [Int], _ body: () throws(E) -> R) throws(E) -> R {
-        try withStripes(Array(Set(stripes)).sorted(), body)
+    /// Claims `keys` for `body` (see the type's comment): waits for the writers in flight,
+    /// registers the keys, runs `body` holding no stripe, then moves the versions of the
+    /// stripes it changed.
+    private func withClaim<R, E: Error>(_ keys: [(key: [UInt8], family: Family)], _ body: () throws(E) -> R) throws(E) -> R {
+        let claim = Claim(keys)
+        withEveryStripe {
+            pthread_mutex_lock(&claimMutex)
+            claims.append(claim)
+            claimCount.add(1, ordering: .relaxed)
+            pthread_mutex_unlock(&claimMutex)
+        }
+        pthread_setspecific(currentClaim, Unmanaged.passUnretained(claim).toOpaque())
+        defer {
+            pthread_setspecific(currentClaim, nil)
+            lockAll()
+            for i in claim.changed { versions[i] &+= 1 }
+            pthread_mutex_lock(&claimMutex)
+            claims.removeAll { $0 === claim }
+            claimCount.subtract(1, ordering: .relaxed)
+            claim.done = true
+            pthread_cond_broadcast(&claimEnded)
+            pthread_mutex_unlock(&claimMutex)
+            unlockAll()
+        }
+        return try body()
     }
 
-    private func withStripes<R, E: Error>(_ indexes: [Int], _ body: () throws(E) -> R) throws(E) -> R {
-        for i in indexes { pthread_mutex_lock(mutexes + i) }
+    /// The claim that `keys` (nil: any key) would touch, if any. Takes `claimMutex`.
+    private func conflictingClaim(_ keys: [(key: [UInt8], family: Family)]?) -> Claim? {
+        guard claimCount.load(ordering: .relaxed) > 0 else { return nil }
+        pthread_mutex_lock(&claimMutex)
+        defer { pthread_mutex_unlock(&claimMutex) }
+        guard !claims.isEmpty else { return nil }
+        guard let keys else { return claims[0] }
+        return claims.first { claim in keys.contains { claim.covers($0.key, in: $0.family) } }
+    }
+
+    private func wait(for claim: Claim) {
+        pthread_mutex_lock(&claimMutex)
+        while !claim.done { pthread_cond_wait(&claimEnded, &claimMutex) }
+        pthread_mutex_unlock(&claimMutex)
+    }
+
+    /// Takes `indexes` (sorted, distinct) and runs `body`, unless a claim covers one of `keys`
+    /// (nil: any claim at all): then lets go, waits for that claim to end and tries again.
+    private func withStripes<R, E: Error>(_ indexes: [Int], keys: [(key: [UInt8], family: Family)]?, _ body: () throws(E) -> R) throws(E) -> R {
+        while true {
+            for i in indexes { pthread_mutex_lock(mutexes + i) }
+            guard let claim = conflictingClaim(keys) else { break }
+            for i in indexes.reversed() { pthread_mutex_unlock(mutexes + i) }
+            wait(for: claim)
+        }
         defer {
             for i in indexes.reversed() { pthread_mutex_unlock(mutexes + i) }
         }
         return try body()
     }
+
+    private func lockAll() { for i in 0..<count { pthread_mutex_lock(mutexes + i) } }
+    private func unlockAll() { for i in (0..<count).reversed() { pthread_mutex_unlock(mutexes + i) } }
 }

@@ -19,7 +19,7 @@ extension Engine {
                 continue
             }
             var end = i + 1
-            let most = kind == .read ? 16 : 1024
+            let most = kind == .read ? 16 : kind == .batched ? Engine.maxBatched : 1024
             while end < requests.count && end - i < most && grouping(requests[end], session: session) == kind { end += 1 }
             let run = Array(requests[i..<end])
             switch kind {
@@ -27,6 +27,9 @@ extension Engine {
                 i += executePlainGets(run, session: session, out: &out)
             case .write:
                 reply(writePlainWrites([PlainWrites(session: session, requests: run)])[0], session: session, out: &out)
+                i = end
+            case .batched:
+                executeBatched(run, session: session, out: &out)
                 i = end
             }
         }

@@ -57,6 +57,35 @@ extension Engine {
         for g in groups {
             admitted(Bytes.lowercased(g.requests[g.requests.count - 1][0]), session: g.session, count: g.requests.count)
         }
+        let started = MonotonicClock.nanoseconds()
+        let replies = writeAdmitted(groups)
+        completedWrites(groups, replies, nanoseconds: MonotonicClock.nanoseconds() - started)
+        return replies
+    }
+
+    /// Reports a grouped write to `completed`: each run of one command within a group at the
+    /// batch's average time per request (every request of the batch waited for all of it).
+    private func completedWrites(_ groups: [PlainWrites], _ replies: [[PlainReply]], nanoseconds: Int) {
+        let total = groups.reduce(0) { $0 + $1.requests.count }
+        guard total > 0 else { return }
+        let each = nanoseconds / total
+        for (g, r) in zip(groups, replies) {
+            var start = 0
+            while start < g.requests.count {
+                // Requests of one name in a row share a table lookup.
+                let name = g.requests[start][0]
+                var end = start + 1
+                while end < g.requests.count && g.requests[end][0] == name { end += 1 }
+                if let command = table.commands[Bytes.lowercased(name)] {
+                    let failed = r[start..<end].reduce(0) { if case .error = $1 { $0 + 1 } else { $0 } }
+                    completed(command, g.requests[start..<end], session: g.session, nanoseconds: each * (end - start), failed: failed)
+                }
+                start = end
+            }
+        }
+    }
+
+    private func writeAdmitted(_ groups: [PlainWrites]) -> [[PlainReply]] {
         let bytes = groups.reduce(0) { sum, g in g.requests.reduce(sum) { $0 + $1.reduce(0) { $0 + $1.count } } }
         guard diskGuard.admit(bytes, engine: self) else {
             return groups.map { $0.requests.map { _ in .error(.diskFull) } }
@@ -175,6 +204,8 @@ extension Engine {
                         case .increment(let key, let delta):
                             let slot = FamilyKey(family: ObjectIdentifier(family), key: key)
                             let old = current[slot] ?? Current()
+                            // As in Redis: the argument's error first, then the key's type.
+                            if case .failure(let e) = delta { return .error(e) }
                             if old.isCollection { return .error(.wrongType) }
                             switch delta.flatMap({ Engine.increment(old.payload, by: $0) }) {
                             case .failure(let e): return .error(e)

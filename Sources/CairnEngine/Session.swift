@@ -10,8 +10,17 @@ public final class Session: @unchecked Sendable {
     public var id: Int64 { record.id }
     /// RESP2 until `HELLO 3`. CLIENT LIST's `resp=` follows it from here.
     public var protocolVersion: RESPVersion = .v2 {
-        didSet { record.state.withLock { $0.protocolVersion = protocolVersion.rawValue } }
+        didSet {
+            record.state.withLock { $0.protocolVersion = protocolVersion.rawValue }
+            subscriber?.version = protocolVersion
+        }
     }
+    /// How the server delivers pub/sub messages to this client; nil when it cannot (in-process).
+    public var subscriber: Subscriber? = nil
+    /// Channels and patterns this client is subscribed to.
+    var channels: Set<[UInt8]> = []
+    var patterns: Set<[UInt8]> = []
+    public var subscriptionCount: Int { channels.count + patterns.count }
     public var authenticated: Bool
     /// CLIENT LIST's `user=` follows it from here.
     public var user = "default" {
@@ -24,6 +33,9 @@ public final class Session: @unchecked Sendable {
     public var family: Family {
         didSet { record.state.withLock { $0.family = family.name } }
     }
+    /// Set by MONITOR: once its reply is written the server sends this client every request
+    /// it runs (`Engine.monitors`), and clears this.
+    public var startsMonitoring = false
     /// Set by QUIT and SHUTDOWN: the server closes after writing pending replies.
     public var closeAfterReply = false
     /// Queued commands between MULTI and EXEC; nil outside a transaction.
@@ -52,6 +64,9 @@ public final class Session: @unchecked Sendable {
     /// Slow work a handler left to run off the connection's queue (backups, restore); the
     /// server runs it, appends its reply, and only then runs this client's next request.
     public var deferred: (@Sendable (inout RESPWriter) -> Void)? = nil
+    /// A blocking pop that found nothing (BLPOP...): the server parks the connection until
+    /// it is served, times out or is unblocked (Blocking/BlockRequest.swift).
+    public var blocked: BlockRequest? = nil
 
     public init(record: ClientRecord, authenticated: Bool, family: Family) {
         self.record = record

@@ -23,15 +23,15 @@ final class Connection: @unchecked Sendable {
     let worker: Worker
     let session: Session
     private var parser: RequestParser
-    private var writer: RESPWriter
+    var writer: RESPWriter
     /// Bytes of `writer.bytes` already sent.
     private var sent = 0
     private var writing = false
-    private var closed = false
+    private(set) var closed = false
     var lastActivity: UInt64
     /// Bytes ever written to `writer` before `writer.bytes[0]`: reply positions below are
     /// absolute, so they survive the buffer being compacted.
-    private var base = 0
+    private(set) var base = 0
     /// `appendfsync always` (see `GroupCommit`): where the first reply of this round's unsynced
     /// writes starts; the sync for it is requested when the round ends.
     private var roundHoldStart: Int? = nil
@@ -42,6 +42,11 @@ final class Connection: @unchecked Sendable {
     private var awaitingDeferred = false
     /// Plain writes wait in the worker to be written with other connections'; later requests wait.
     private var awaitingStagedWrites = false
+    /// A blocking pop waiting for an element (`Session.blocked`); later requests wait. See
+    /// Connection+Parking.swift.
+    var parked: BlockRequest? = nil
+    /// Ends `parked` with the timeout reply when its time is up.
+    var parkTimer: (any DispatchSourceTimer)? = nil
 
     /// Replies above this size are flushed before more requests run.
     static let flushThreshold = 1 << 20
@@ -60,11 +65,30 @@ final class Connection: @unchecked Sendable {
     }
 
     func start() {
+        let queue = worker.queue
+        session.subscriber = Subscriber(id: session.id, version: session.protocolVersion) { [weak self] bytes in
+            guard let connection = self else { return }
+            queue.async { connection.push(bytes) }
+        }
         if !worker.poller.add(fd) {
             worker.logger.error("cannot watch client \(session.id)'s socket: \(String(cString: strerror(errno)))")
             close()
         }
     }
+
+    /// A pub/sub message for this client, published by any connection: it goes after the
+    /// replies already buffered. A subscriber that does not read is disconnected once
+    /// `pubsubOutputLimit` is pending, so publishers never wait for it.
+    private func push(_ bytes: [UInt8]) {
+        dispatchPrecondition(condition: .onQueue(worker.queue))
+        guard !closed else { return }
+        writer.bytes.append(contentsOf: bytes)
+        flush()
+    }
+
+    /// Unsent bytes a subscribed client may have before it is disconnected (Redis's
+    /// `client-output-buffer-limit pubsub 32mb`).
+    static let pubsubOutputLimit = 32 << 20
 
     // MARK: events
 
@@ -137,9 +161,9 @@ final class Connection: @unchecked Sendable {
     /// which writes those of every connection of the poller round as one RocksDB write batch; the replies and
     /// the requests after them follow in `stagedWritesDone`. Consecutive plain `GET key`
     /// requests are read with one batched MultiGet (`Engine.executePlainGets`).
-    private func process() {
+    func process() {
         let engine = worker.engine
-        while !closed && !awaitingDeferred && !awaitingStagedWrites {
+        while !closed && !awaitingDeferred && !awaitingStagedWrites && parked == nil {
             let pending = writer.bytes.count - sent
             if pending > Connection.unauthenticatedBufferLimit && !session.authenticated {
                 // Before AUTH every reply is a short error: this many unread is not a client.
@@ -163,6 +187,12 @@ final class Connection: @unchecked Sendable {
                 if writer.bytes.count - sent > Connection.flushThreshold { break }
             }
             guard let argv = nextRequest() else { break }
+            if let wait = engine.pauseDelay(argv, session: session) {
+                // CLIENT PAUSE: this request (and those after it) run once the pause ends.
+                heldBack.insert(argv, at: 0)
+                retryAfterPause(wait)
+                break
+            }
             let replyStart = base + writer.bytes.count
             writer.version = session.protocolVersion
             switch engine.route(argv, session: session) {
@@ -174,10 +204,14 @@ final class Connection: @unchecked Sendable {
                 let answered = engine.executePlainGets(gets, session: session, out: &writer, stopPast: sent + Connection.flushThreshold)
                 // The rest run after the client read these (backpressure, above).
                 heldBack.insert(contentsOf: gets[answered...], at: 0)
+            case .grouped(.batched):
+                engine.executeBatched(group(from: argv, while: { engine.grouping($0, session: $1) == .batched }, upTo: Engine.maxBatched),
+                                      session: session, out: &writer)
             case .long:
                 startLong(argv)
             case .alone:
                 engine.execute(argv, session: session, out: &writer)
+                if session.startsMonitoring { startMonitoring() }
             }
             if awaitingStagedWrites || awaitingDeferred { break }
             holdRepliesForSync(from: replyStart)
@@ -185,6 +219,11 @@ final class Connection: @unchecked Sendable {
                 session.deferred = nil
                 startDeferred(work)
                 break
+            }
+            if let request = session.blocked {
+                session.blocked = nil
+                park(request)
+                if parked != nil { break }
             }
             if session.closeAfterReply { break }
         }
@@ -208,7 +247,7 @@ final class Connection: @unchecked Sendable {
 
     /// Under `appendfsync always`, replies from `replyStart` on wait for a WAL sync when the
     /// requests behind them wrote.
-    private func holdRepliesForSync(from replyStart: Int) {
+    func holdRepliesForSync(from replyStart: Int) {
         guard session.unsyncedWrite else { return }
         session.unsyncedWrite = false
         if roundHoldStart == nil && worker.engine.repliesWaitForSync { roundHoldStart = replyStart }
@@ -367,7 +406,8 @@ final class Connection: @unchecked Sendable {
                 return
             }
         } else {
-            if pending > worker.limits.outputBufferLimit && worker.limits.outputBufferLimit > 0 {
+            if (pending > worker.limits.outputBufferLimit && worker.limits.outputBufferLimit > 0)
+                || (pending > Connection.pubsubOutputLimit && session.subscriptionCount > 0) {
                 overLimit(pending)
                 return
             }
@@ -392,6 +432,65 @@ final class Connection: @unchecked Sendable {
         worker.poller.watchWritable(fd, on)
     }
 
+    /// A retry of paused requests is scheduled (`retryAfterPause`).
+    private var pauseRetryScheduled = false
+
+    /// Runs the held requests again once `milliseconds` passed, checking at least every 20 ms
+    /// so CLIENT UNPAUSE takes effect at once rather than at the pause's end.
+    private func retryAfterPause(_ milliseconds: Int64) {
+        guard !pauseRetryScheduled else { return }
+        pauseRetryScheduled = true
+        worker.queue.asyncAfter(deadline: .now() + .milliseconds(Int(min(max(milliseconds, 1), 20)))) { [self] in
+            pauseRetryScheduled = false
+            if !closed { process() }
+        }
+    }
+
+    // MARK: MONITOR
+
+    /// This client's MONITOR lines, once it sent MONITOR.
+    private var monitor: MonitorSink? = nil
+    /// Lines a monitor may leave unread when `client-output-buffer-limit` is 0 (no limit):
+    /// a monitor that falls this far behind is disconnected rather than held in memory.
+    static let monitorBufferLimit = 32 << 20
+
+    /// Starts sending this client a line for every request any client runs (`Engine.monitors`).
+    /// Lines are collected off this queue and written here; a monitor that lets more than the
+    /// output limit pile up is closed, so a slow monitor never slows the clients it watches.
+    private func startMonitoring() {
+        session.startsMonitoring = false
+        guard monitor == nil else { return }
+        let configured = worker.limits.outputBufferLimit
+        let limit = configured > 0 ? configured : Connection.monitorBufferLimit
+        let queue = worker.queue
+        let sink = MonitorSink(
+            limit: limit,
+            wake: { [weak self] in
+                queue.async { [weak self] in self?.drainMonitor() }
+            },
+            overflow: { [weak self] in
+                queue.async { [weak self] in
+                    guard let self, !self.closed else { return }
+                    self.overLimit(limit)
+                }
+            })
+        monitor = sink
+        worker.engine.monitors.add(session.id, sink)
+    }
+
+    private func drainMonitor() {
+        guard !closed, let monitor else { return }
+        let lines = monitor.take()
+        guard !lines.isEmpty else { return }
+        writer.bytes.append(contentsOf: lines)
+        let pending = writer.bytes.count - sent
+        if pending > monitor.limit {
+            overLimit(pending)
+            return
+        }
+        flush()
+    }
+
     // MARK: closing
 
     /// Closes now. Safe to call more than once.
@@ -402,6 +501,8 @@ final class Connection: @unchecked Sendable {
         worker.poller.remove(fd)
         Glibc.close(fd)
         worker.engine.clients.remove(session.id)
+        if monitor != nil { worker.engine.monitors.remove(session.id) }
+        if parked != nil { endParked(.disconnected) }
         // Deferred or long work may still be using the session: `finishDeferred` releases it.
         if !awaitingDeferred { worker.engine.connectionClosed(session) }
         worker.removed(self)

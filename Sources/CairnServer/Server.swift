@@ -194,12 +194,17 @@ public final class Server: ServerHooks, @unchecked Sendable {
     }
 
     /// Ten free-space checks a second (`DiskGuard.poll`), on the WAL queue: a restore pauses
-    /// them with the syncs, and a check never runs during a sync.
+    /// them with the syncs, and a check never runs during a sync. The same tick samples the
+    /// statistics behind INFO's instantaneous rates.
     private func startDiskGuard() {
         let timer = DispatchSource.makeTimerSource(queue: walQueue)
         timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100), leeway: .milliseconds(20))
         timer.setEventHandler { [unowned self] in
-            if !shuttingDown.load(ordering: .relaxed) { engine.diskGuard.poll(engine) }
+            if !shuttingDown.load(ordering: .relaxed) {
+                engine.diskGuard.poll(engine)
+                // INFO's instantaneous rates and used_memory_peak, from ten samples a second.
+                engine.sampleStatistics()
+            }
         }
         timer.activate()
         diskTimer = timer
@@ -285,6 +290,8 @@ public final class Server: ServerHooks, @unchecked Sendable {
         guard !shuttingDown.exchange(true, ordering: .relaxed) else { return }
         control.async { [self] in
             logger.notice("shutting down: no new connections, finishing replies")
+            // A running script would hold the long queue forever: it stops, leaving nothing.
+            engine.stopScripts()
             acceptQueue.sync {
                 acceptSource?.cancel()
                 // A suspended source runs its cancel handler (closing the listener) once resumed.

@@ -138,7 +138,7 @@ final class Worker: @unchecked Sendable {
             let timeout = limits.idleTimeoutSeconds
             guard timeout > 0 else { return }
             let limit = UInt64(timeout) * 1_000_000_000
-            for c in connections.values where c.idleNanoseconds > limit && !c.session.inTransaction {
+            for c in connections.values where c.idleNanoseconds > limit && !c.session.inTransaction && c.parked == nil {
                 logger.info("closing idle client \(c.session.id) (\(c.session.record.address)) after \(timeout)s")
                 c.close()
             }

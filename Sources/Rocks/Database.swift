@@ -183,6 +183,12 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         let bits = f.bloomBitsPerKey ?? o.bloomBitsPerKey
         if bits > 0 { rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom_full(bits)) }
         rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1)
+        if o.partitionedIndexAndFilters {
+            rocksdb_block_based_options_set_index_type(table, Int32(rocksdb_block_based_table_index_type_two_level_index_search))
+            rocksdb_block_based_options_set_partition_filters(table, 1)
+            rocksdb_block_based_options_set_metadata_block_size(table, 4096)
+            rocksdb_block_based_options_set_pin_top_level_index_and_filter(table, 1)
+        }
         rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(table, 1)
         rocksdb_options_set_block_based_table_factory(opts, table)
         rocksdb_block_based_options_destroy(table)

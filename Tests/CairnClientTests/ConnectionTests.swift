@@ -43,7 +43,7 @@ import Testing
         let client = CairnClient(port: server.port)
         defer { client.close() }
         let commands: [[any RESPArgument]] =
-            (0..<1000).map { ["SET", "p\($0)", $0] } + [["INCR", "p1"], ["LPUSH", "x", "y"], ["GET", "p1"]]
+            (0..<1000).map { ["SET", "p\($0)", $0] } + [["INCR", "p1"], ["NOTACOMMAND", "x", "y"], ["GET", "p1"]]
         let replies = try await client.pipeline(commands)
         #expect(replies.count == 1003)
         #expect(replies[999] == .simpleString("OK"))

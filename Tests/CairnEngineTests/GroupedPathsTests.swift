@@ -4,7 +4,7 @@ import RESP
 import Testing
 
 /// One door: a pipeline run through the grouped executors (`executePipeline`: GETs as one
-/// MultiGet, plain writes as one batch) must answer exactly what the same requests answer run
+/// MultiGet, plain writes as one batch, hash writes batched over an overlay) must answer exactly what the same requests answer run
 /// one at a time through `execute`, leave the same data, and leave the same client record.
 @Suite struct GroupedPathsTests {
     static func argv(_ words: [String]) -> [[UInt8]] { words.map { Array($0.utf8) } }
@@ -17,7 +17,16 @@ import Testing
         func number() -> String { ["1", "-3", "17", "x", "9223372036854775807", "-9223372036854775808"].randomElement(using: &rng)! }
         var out: [[[UInt8]]] = []
         for _ in 0..<count {
-            let words: [String] = switch Int.random(in: 0..<16, using: &rng) {
+            let words: [String] = switch Int.random(in: 0..<26, using: &rng) {
+            case 22: ["LPUSH", key(), number(), "e"]
+            case 23: ["RPUSH", key(), "z"]
+            case 24: ["LPOP", key()]
+            case 25: ["LRANGE", key(), "0", "-1"]
+            case 16, 17: ["HSET", key(), "f\(Int.random(in: 0..<3, using: &rng))", number()]
+            case 18: ["HDEL", key(), "f0", "f1"]
+            case 19: ["HINCRBY", key(), "f2", number()]
+            case 20: ["HGETALL", key()]
+            case 21: ["HSETNX", key(), "f1", "x"]
             case 0, 1, 2: ["GET", key()]
             case 3, 4: ["SET", key(), number()]
             case 5: ["MSET", key(), number(), key(), "v"]
@@ -49,7 +58,15 @@ import Testing
         guard case .array(let keys) = h.run("KEYS", "*") else { return [:] }
         var out: [String: RESPValue] = [:]
         for case .bulkString(let k) in keys {
-            out[String(decoding: k, as: UTF8.self)] = h.run([Array("GET".utf8), k])
+            let type = h.run([Array("TYPE".utf8), k])
+            let read: [String] = switch type {
+            case .simpleString("hash"): ["HGETALL"]
+            case .simpleString("list"): ["LRANGE", "", "0", "-1"]
+            default: ["GET"]
+            }
+            var argv = read.map { Array($0.utf8) }
+            if argv.count > 1 { argv[1] = k } else { argv.append(k) }
+            out[String(decoding: k, as: UTF8.self)] = h.run(argv)
         }
         return out
     }

@@ -319,3 +319,18 @@ def test_deleting_a_big_hash_is_quick_and_compaction_reclaims_it(fresh_server):
         assert after < before / 4, (before, after)
     finally:
         srv.cleanup()
+
+
+def test_encoding_thresholds_are_accepted_and_change_nothing(r):
+    assert r.config_get("hash-max-ziplist-entries") == {"hash-max-ziplist-entries": "128"}
+    assert r.config_set("hash-max-listpack-entries", 1) is True
+    assert r.config_get("hash-max-ziplist-entries") == {"hash-max-ziplist-entries": "1"}, "the old name is the same setting"
+    for name, value in [("zset-max-ziplist-entries", 0), ("set-max-intset-entries", 4), ("list-max-listpack-size", -3),
+                        ("hash-max-listpack-value", 8), ("list-compress-depth", 1)]:
+        assert r.config_set(name, value) is True
+    r.hset("h", mapping={"a": "x" * 100, "b": "y", "c": "z"})
+    assert r.object("encoding", "h") in (b"hashtable", "hashtable")
+    assert r.hgetall("h") == {b"a": b"x" * 100, b"b": b"y", b"c": b"z"}
+    with pytest.raises(redis.ResponseError, match="argument couldn't be parsed into an integer"):
+        r.config_set("zset-max-listpack-entries", "many")
+    r.config_set("hash-max-listpack-entries", 128)

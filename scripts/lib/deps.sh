@@ -17,5 +17,10 @@ cairn_install_build_deps() {
         echo "swift is not on PATH; install the Swift 6 toolchain (https://www.swift.org/install/)" >&2
         exit 1
     fi
-    cairn_apt_install librocksdb-dev libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev libedit-dev
+    cairn_apt_install librocksdb-dev libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev libedit-dev liblua5.1-0-dev lua-cjson-dev lua-bitop-dev
+}
+
+# What the integration tests drive besides cairnd (scripts/test).
+cairn_install_test_deps() {
+    cairn_apt_install redis-server redis-tools netcat-openbsd tmux prometheus-redis-exporter
 }

@@ -193,5 +193,6 @@ extension Call {
         let options = engine.writeOptions
         try engine.storage("write") { try database.write(batch, options: options) }
         for c in changes { engine.locks.changed(c.key, in: family) }
+        engine.blocking.signal(family: family.name, keys: changes.lazy.filter { $0.meta.size > 0 }.map(\.key))
     }
 }

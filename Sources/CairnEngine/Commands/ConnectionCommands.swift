@@ -6,7 +6,12 @@ enum ConnectionCommands {
         Command("ping", arity: -1, flags: [.fast], group: "connection",
                 summary: "Returns the server's liveliness response.", arguments: "[message]") { call, out throws(CommandError) in
             if call.count > 2 { throw .arity(call.name) }
-            if call.count == 2 { out.bulk(call[1]) } else { out.simpleString("PONG") }
+            if call.session.subscriptionCount > 0 && out.version == .v2 {
+                // Subscribed (RESP2): a push-shaped reply, as Redis answers.
+                out.arrayHeader(2)
+                out.bulk("pong")
+                out.bulk(call.count == 2 ? call[1] : [])
+            } else if call.count == 2 { out.bulk(call[1]) } else { out.simpleString("PONG") }
         },
         Command("echo", arity: 2, flags: [.fast], group: "connection",
                 summary: "Returns the given string.", arguments: "message") { call, out throws(CommandError) in
@@ -20,6 +25,7 @@ enum ConnectionCommands {
         Command("reset", arity: 1, flags: [.noAuth, .noMulti, .fast], group: "connection", since: "6.2.0",
                 summary: "Resets the connection.") { call, out throws(CommandError) in
             let s = call.session
+            call.engine.unsubscribeAll(s)
             s.queued = nil
             s.transactionFailed = false
             s.watched = []
@@ -47,7 +53,7 @@ enum ConnectionCommands {
             out.simpleString("OK")
         },
         Command("client", arity: -2, group: "connection", summary: "A container for client connection commands.",
-                subcommands: ClientCommands.all) { _, _ throws(CommandError) in },
+                subcommands: ClientCommands.all + [BlockingListCommands.clientUnblock]) { _, _ throws(CommandError) in },
     ]
 
     /// Checks a user's password (SHA-256 digests compared in constant time, see `AccessControl`)
@@ -187,11 +193,35 @@ enum ClientCommands {
                 summary: "Terminates open connections.",
                 arguments: "ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no]", handler: kill),
         Command("client|no-evict", arity: 3, flags: [.admin], group: "connection", since: "7.0.0",
-                summary: "Accepted for compatibility; Cairn evicts nothing.", arguments: "ON|OFF") { _, out throws(CommandError) in
+                summary: "Accepted for compatibility; Cairn evicts nothing.", arguments: "ON|OFF") { call, out throws(CommandError) in
+            guard call[2].isKeyword("ON") || call[2].isKeyword("OFF") else { throw .syntax }
             out.simpleString("OK")
         },
         Command("client|no-touch", arity: 3, group: "connection", since: "7.2.0",
-                summary: "Accepted for compatibility.", arguments: "ON|OFF") { _, out throws(CommandError) in
+                summary: "Accepted for compatibility: Cairn keeps no access times for a read to touch.", arguments: "ON|OFF") {
+            call, out throws(CommandError) in
+            guard call[2].isKeyword("ON") || call[2].isKeyword("OFF") else { throw .syntax }
+            out.simpleString("OK")
+        },
+        Command("client|pause", arity: -3, flags: [.admin], group: "connection", since: "3.0.0",
+                summary: "Suspends commands of every client (writes only, with WRITE) for a time.", arguments: "timeout [WRITE|ALL]") {
+            call, out throws(CommandError) in
+            guard let timeout = Bytes.int64(call[2]) else { throw CommandError("ERR", "timeout is not an integer or out of range") }
+            guard timeout >= 0 else { throw CommandError("ERR", "timeout is negative") }
+            var all = true
+            if call.count == 4 {
+                if call[3].isKeyword("WRITE") { all = false }
+                else if !call[3].isKeyword("ALL") { throw CommandError("ERR", "CLIENT PAUSE mode must be WRITE or ALL") }
+            } else if call.count > 4 {
+                throw .syntax
+            }
+            let (end, overflow) = Clock.milliseconds().addingReportingOverflow(timeout)
+            call.engine.pause.pause(until: overflow ? .max : end, all: all)
+            out.simpleString("OK")
+        },
+        Command("client|unpause", arity: 2, flags: [.admin], group: "connection", since: "6.2.0",
+                summary: "Resumes commands of clients paused by CLIENT PAUSE.") { call, out throws(CommandError) in
+            call.engine.pause.unpause()
             out.simpleString("OK")
         },
     ]

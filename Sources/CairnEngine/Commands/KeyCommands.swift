@@ -97,7 +97,9 @@ enum KeyCommands {
         // only for the delete itself (a 500,000-key DEL held them 2.4 s, now about a fifth);
         // keys of a stripe whose version moved meanwhile are read again under the lock.
         var early: (versions: [Int: UInt64], live: [Bool])? = nil
-        if keys.count > 64 && call.session.transaction == nil && !call.session.holdsKeyLocks {
+        // (From `KeyLocks.claimThreshold` keys on, the keys are claimed rather than their
+        // stripes held, so no other writer waits unless it writes one of them.)
+        if keys.count > 64 && keys.count < KeyLocks.claimThreshold && call.session.transaction == nil && !call.session.holdsKeyLocks {
             let versions = Dictionary(uniqueKeysWithValues: Set(stripes).map { ($0, locks.version(ofStripe: $0)) })
             early = (versions, try call.existMany(keys))
         }

@@ -43,6 +43,7 @@ enum ServerCommands {
             }
             call.engine.logger.notice("SHUTDOWN requested by client \(call.session.id) (\(call.session.record.address))")
             call.session.closeAfterReply = true
+            call.engine.scripting.stopForShutdown()
             call.engine.hooks?.requestShutdown()
         },
         Command("compact", arity: -1, flags: [.admin, .noTransaction, .long], group: "cairn",

@@ -50,7 +50,7 @@ enum TransactionCommands {
             call.session.watched = []
             out.simpleString("OK")
         },
-        Command("exec", arity: 1, flags: [.noMulti], group: "transactions", since: "1.2.0",
+        Command("exec", arity: 1, flags: [.noMulti, .skipSlowlog], group: "transactions", since: "1.2.0",
                 summary: "Executes all commands in a transaction.", handler: exec),
     ]
 
@@ -91,17 +91,9 @@ enum TransactionCommands {
             for (command, argv) in commands {
                 engine.run(command, argv, session: session, out: &replies)
             }
-            if tx.batch.count > 0 {
-                let options = engine.writeOptions
-                try engine.storage("EXEC commit") { try engine.database.write(tx.batch, options: options) }
-                // Fire the WATCHes of what the batch changed; every stripe written is held
-                // (its key is named by a queued command, or the EXEC holds every stripe).
-                if tx.changedUnknownKeys {
-                    engine.locks.changedEveryStripe()
-                } else {
-                    for stripe in tx.changedStripes { engine.locks.changed(stripe: stripe) }
-                }
-            }
+            // Every stripe written is held (its key is named by a queued command, or the EXEC
+            // holds every stripe).
+            try engine.commit(tx)
             return replies.bytes
         }
         // Key locks are taken in the family current at EXEC; a transaction that switches

@@ -6,7 +6,10 @@ import RESP
 /// sub-key and its value as the entry's value (`MemberKeys`), so HGET of one field of a huge
 /// hash is one point lookup and HGETALL/HSCAN an ordered scan (fields come back in byte order).
 enum HashCommands {
-    static let all: [Command] = [
+    /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`).
+    static let all: [Command] = commands.map { $0.flags.contains(.write) ? $0.grouped { _, _ in .batched } : $0 }
+
+    private static let commands: [Command] = [
         Command("hset", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
                 summary: "Creates or modifies the value of a field in a hash.", arguments: "key field value [field value ...]") {
             call, out throws(CommandError) in

@@ -141,7 +141,7 @@ enum SetCommands {
         },
         Command("sintercard", arity: -3, flags: [.readonly], group: "set", since: "7.0.0",
                 summary: "Returns the number of members of the intersect of multiple sets.", arguments: "numkeys key [key ...] [LIMIT limit]",
-                handler: interCard).findingKeys { argv in numberedKeys(argv, countAt: 1) },
+                handler: interCard).movingKeys { argv in numberedKeys(argv, countAt: 1) },
         Command("sinterstore", arity: -3, flags: [.write], keys: (1, -1, 1), group: "set", since: "1.0.0",
                 summary: "Stores the intersect of multiple sets in a key.", arguments: "destination key [key ...]") { call, out throws(CommandError) in
             out.integer(try store(call) { () throws(CommandError) in try SetAlgebra.inter(call, Array(call.argv[2...])) })

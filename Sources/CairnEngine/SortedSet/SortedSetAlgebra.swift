@@ -14,40 +14,40 @@ enum SortedSetAlgebra {
                 arguments: "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]") {
             call, out throws(CommandError) in
             try combine(call, &out, .union, store: false)
-        }.findingKeys { SetCommands.numberedKeys($0, countAt: 1) },
+        }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
         Command("zinter", arity: -3, flags: [.readonly], group: "sortedset", since: "6.2.0",
                 summary: "Returns the intersect of multiple sorted sets.",
                 arguments: "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: false)
-        }.findingKeys { SetCommands.numberedKeys($0, countAt: 1) },
+        }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
         Command("zdiff", arity: -3, flags: [.readonly], group: "sortedset", since: "6.2.0",
                 summary: "Returns the difference between multiple sorted sets.", arguments: "numkeys key [key ...] [WITHSCORES]") {
             call, out throws(CommandError) in
             try combine(call, &out, .diff, store: false)
-        }.findingKeys { SetCommands.numberedKeys($0, countAt: 1) },
+        }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
         Command("zunionstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
                 summary: "Stores the union of multiple sorted sets in a key.",
                 arguments: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]") {
             call, out throws(CommandError) in
             try combine(call, &out, .union, store: true)
-        }.findingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
+        }.movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
         Command("zinterstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
                 summary: "Stores the intersect of multiple sorted sets in a key.",
                 arguments: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: true)
-        }.findingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
+        }.movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
         Command("zdiffstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "6.2.0",
                 summary: "Stores the difference of multiple sorted sets in a key.", arguments: "destination numkeys key [key ...]") {
             call, out throws(CommandError) in
             try combine(call, &out, .diff, store: true)
-        }.findingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
+        }.movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
         Command("zintercard", arity: -3, flags: [.readonly], group: "sortedset", since: "7.0.0",
                 summary: "Returns the number of members of the intersect of multiple sorted sets.", arguments: "numkeys key [key ...] [LIMIT limit]") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: false, cardinality: true)
-        }.findingKeys { SetCommands.numberedKeys($0, countAt: 1) },
+        }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
     ]
 
     /// One input read whole: member to score (a set's members score 1).

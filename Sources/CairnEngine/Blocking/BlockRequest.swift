@@ -1,0 +1,128 @@
+public import RESP
+
+/// A blocking command that found nothing to pop and waits: what its connection parks
+/// (`Session.blocked`), retries when woken, and answers when the wait ends.
+///
+/// The request passed the admission step once, when it first ran; a retry re-runs only its
+/// pop (`attempt`), on the connection's queue, with a fresh `Call` (a fresh clock reading).
+/// `@unchecked Sendable`: used only on its connection's queue.
+public final class BlockRequest: @unchecked Sendable {
+    let family: Family
+    let argv: [[UInt8]]
+    let name: String
+    let keys: [[UInt8]]
+    /// How long to wait in milliseconds; 0 waits until served, unblocked or disconnected.
+    public let timeoutMilliseconds: Int64
+    /// Tries the pop; writes the reply and returns true when it served the client.
+    let attempt: Attempt
+    /// The reply when the wait ends without an element: a null (array) in Redis's form.
+    let empty: @Sendable (inout RESPWriter) -> Void
+
+    /// `retrying` is false on the first try (a key of the wrong type is an error) and true on
+    /// retries (it is skipped, as Redis serves blocked clients only from keys of their type).
+    typealias Attempt = @Sendable (_ call: Call, _ out: inout RESPWriter, _ retrying: Bool) throws(CommandError) -> Bool
+
+    init(call: Call, keys: [[UInt8]], timeoutMilliseconds: Int64, attempt: @escaping Attempt,
+         empty: @escaping @Sendable (inout RESPWriter) -> Void) {
+        self.family = call.family
+        self.argv = call.argv
+        self.name = call.name
+        self.keys = keys
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.attempt = attempt
+        self.empty = empty
+    }
+
+    /// Why a wait ended without an element.
+    public enum Ending: Sendable {
+        case timedOut
+        /// CLIENT UNBLOCK: with the timeout reply, or with the UNBLOCKED error.
+        case unblocked(withError: Bool)
+        /// The connection closed: nothing is answered.
+        case disconnected
+    }
+}
+
+extension Call {
+    /// Runs a blocking pop: `attempt` now; when it finds nothing, inside MULTI/EXEC or a script
+    /// (session.transaction) or where the server cannot park the client, answers `empty` as
+    /// Redis does there; otherwise leaves the request in `session.blocked` for the server to
+    /// park (nothing is written: the reply comes when the wait ends).
+    func block(keys: [[UInt8]], timeout: Int64, out: inout RESPWriter,
+               empty: @escaping @Sendable (inout RESPWriter) -> Void,
+               attempt: @escaping BlockRequest.Attempt) throws(CommandError) {
+        if try attempt(self, &out, false) { return }
+        guard session.transaction == nil, session.canDefer else {
+            empty(&out)
+            return
+        }
+        session.blocked = BlockRequest(call: self, keys: keys, timeoutMilliseconds: timeout, attempt: attempt, empty: empty)
+    }
+
+    /// A blocking command's timeout argument, in seconds with decimals, as milliseconds (0:
+    /// forever), with Redis 7.0's errors.
+    func blockTimeout(_ i: Int) throws(CommandError) -> Int64 {
+        guard let seconds = Bytes.double(argv[i]) else { throw CommandError("ERR", "timeout is not a float or out of range") }
+        let ms = (seconds * 1000).rounded(.towardZero)
+        // Redis converts to a 64-bit integer; what does not fit ends up negative there.
+        guard ms.isFinite, ms < 9.2e18, ms >= 0 else { throw CommandError("ERR", "timeout is negative") }
+        // Longer than a century waits as long as forever does.
+        return min(Int64(ms), 100 * 365 * 86_400_000)
+    }
+}
+
+extension Engine {
+    /// The server parks `session`'s blocked request: registers it for its keys and marks the
+    /// client blocked (CLIENT LIST `flags=b`). `wake` and `unblock` must hop onto the
+    /// connection's queue. The server then retries once (`retryBlocked`), as a wake-up would.
+    public func park(_ session: Session, _ request: BlockRequest,
+                     wake: @escaping @Sendable () -> Void, unblock: @escaping @Sendable (Bool) -> Void) {
+        session.record.state.withLock { $0.blocked = true }
+        blocking.add(session.id, family: request.family.name, keys: request.keys, wake: wake, unblock: unblock)
+    }
+
+    /// Retries a parked request's pop; when it serves the client, writes the reply, unparks it
+    /// and returns true. An error (a destination of the wrong type) ends the wait too.
+    public func retryBlocked(_ session: Session, _ request: BlockRequest, out: inout RESPWriter) -> Bool {
+        while true {
+            let call = Call(engine: self, session: session, argv: request.argv, name: request.name)
+            var served: Bool
+            do {
+                served = try request.attempt(call, &out, true)
+            } catch {
+                reply(error, to: &out)
+                served = true
+            }
+            if served {
+                session.unsyncedWrite = true
+                unpark(session)
+                return true
+            }
+            if !blocking.retryFailed(session.id) { return false }
+        }
+    }
+
+    /// Ends a parked request's wait without an element, writing Redis's reply for `ending`.
+    public func endBlock(_ session: Session, _ request: BlockRequest, _ ending: BlockRequest.Ending, out: inout RESPWriter) {
+        unpark(session)
+        switch ending {
+        case .timedOut, .unblocked(withError: false): request.empty(&out)
+        case .unblocked(withError: true): reply(CommandError("UNBLOCKED", "client unblocked via CLIENT UNBLOCK"), to: &out)
+        case .disconnected: break
+        }
+    }
+
+    private func unpark(_ session: Session) {
+        blocking.remove(session.id)
+        session.record.state.withLock { $0.blocked = false }
+    }
+
+    /// After a transaction's or a script's batch committed: wakes clients blocked on any key
+    /// it wrote (its overlay holds every key it staged, per family).
+    func wakeBlocked(after tx: Transaction) {
+        guard blocking.count > 0 else { return }
+        for (familyName, staged) in tx.overlay where familyName != Engine.membersFamilyName {
+            blocking.signal(family: familyName, keys: staged.compactMap { $0.value == nil ? nil : $0.key })
+        }
+    }
+}

@@ -1,0 +1,56 @@
+public import Synchronization
+
+/// CLIENT PAUSE: requests wait (they are not refused) until the pause ends, by its timeout or
+/// CLIENT UNPAUSE. `WRITE` holds write commands (and EXEC of a transaction that writes),
+/// `ALL` every command, CLIENT UNPAUSE included, as in Redis.
+/// https://redis.io/docs/latest/commands/client-pause/
+///
+/// The server asks `Engine.pauseDelay` before it routes each request; when nothing is paused
+/// that is one relaxed load.
+public final class ClientPause: Sendable {
+    /// Unix milliseconds when the pause ends; 0 when none.
+    private let until = Atomic<Int64>(0)
+    private let everything = Atomic<Bool>(false)
+
+    init() {}
+
+    /// Pauses until `end` (Unix ms). A pause in place keeps its later end and its stricter
+    /// mode, as Redis's `pauseClients`.
+    func pause(until end: Int64, all: Bool) {
+        let now = Clock.milliseconds()
+        if until.load(ordering: .relaxed) <= now { everything.store(false, ordering: .relaxed) }
+        if all { everything.store(true, ordering: .relaxed) }
+        _ = until.max(end, ordering: .relaxed)
+    }
+
+    func unpause() {
+        until.store(0, ordering: .relaxed)
+        everything.store(false, ordering: .relaxed)
+    }
+
+    /// Milliseconds left, and whether every command waits; nil when not paused.
+    @inline(__always)
+    func current() -> (milliseconds: Int64, all: Bool)? {
+        let end = until.load(ordering: .relaxed)
+        guard end > 0 else { return nil }
+        let left = end - Clock.milliseconds()
+        return left > 0 ? (left, everything.load(ordering: .relaxed)) : nil
+    }
+}
+
+extension Engine {
+    /// How many milliseconds this request must wait for a CLIENT PAUSE to end before it runs,
+    /// or nil when it may run now. A request MULTI only queues is not held; its EXEC is, when
+    /// it writes.
+    public func pauseDelay(_ argv: [[UInt8]], session: Session) -> Int64? {
+        guard let (left, all) = pause.current(), let first = argv.first else { return nil }
+        if all { return left }
+        guard let command = table.commands[Bytes.lowercased(first)] else { return nil }
+        if session.inTransaction && !command.flags.contains(.noMulti) { return nil }
+        var writes = command.flags.contains(.write)
+        if command.name == "exec", let queued = session.queued {
+            writes = queued.contains { table.commands[Bytes.lowercased($0[0])]?.flags.contains(.write) ?? false }
+        }
+        return writes ? left : nil
+    }
+}

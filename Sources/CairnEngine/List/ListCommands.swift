@@ -1,0 +1,396 @@
+import RESP
+
+/// The list family: https://redis.io/docs/latest/commands/?group=list
+///
+/// Storage in ListStore.swift: one entry per element at its position, so pushes, pops, LINDEX
+/// and LSET are point operations and LRANGE a scan. Differs from Redis: LINSERT and LREM
+/// rewrite the positions on the shorter side of the change, O(n) writes (Redis moves memory).
+enum ListCommands {
+    /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`); the
+    /// blocking pops (BlockingListCommands) never do.
+    static let all: [Command] = commands.map { $0.flags.contains(.write) ? $0.grouped { _, _ in .batched } : $0 }
+
+    private static let commands: [Command] = [
+        Command("lpush", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
+                summary: "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
+                arguments: "key element [element ...]") { call, out throws(CommandError) in
+            out.integer(try push(call, .left, onlyExisting: false))
+        },
+        Command("rpush", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
+                summary: "Appends one or more elements to a list. Creates the key if it doesn't exist.",
+                arguments: "key element [element ...]") { call, out throws(CommandError) in
+            out.integer(try push(call, .right, onlyExisting: false))
+        },
+        Command("lpushx", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "2.2.0",
+                summary: "Prepends one or more elements to a list only when the list exists.",
+                arguments: "key element [element ...]") { call, out throws(CommandError) in
+            out.integer(try push(call, .left, onlyExisting: true))
+        },
+        Command("rpushx", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "2.2.0",
+                summary: "Appends an element to a list only when the list exists.",
+                arguments: "key element [element ...]") { call, out throws(CommandError) in
+            out.integer(try push(call, .right, onlyExisting: true))
+        },
+        Command("lpop", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
+                summary: "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
+                arguments: "key [count]") { call, out throws(CommandError) in
+            try pop(call, .left, &out)
+        },
+        Command("rpop", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
+                summary: "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
+                arguments: "key [count]") { call, out throws(CommandError) in
+            try pop(call, .right, &out)
+        },
+        Command("llen", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
+                summary: "Returns the length of a list.", arguments: "key") { call, out throws(CommandError) in
+            out.integer(Int64(try call.list(call[1])?.size ?? 0))
+        },
+        Command("lrange", arity: 4, flags: [.readonly], keys: (1, 1, 1), group: "list", since: "1.0.0",
+                summary: "Returns a range of elements from a list.", arguments: "key start stop") { call, out throws(CommandError) in
+            let start = try call.integer(2), stop = try call.integer(3)
+            guard let meta = try call.list(call[1]), let (from, to) = Call.listRange(start, stop, size: meta.size) else {
+                out.arrayHeader(0)
+                return
+            }
+            let elements = try call.elements(of: call[1], meta, from: from, to: to)
+            out.arrayHeader(elements.count)
+            for e in elements { out.bulk(e) }
+        },
+        Command("lindex", arity: 3, flags: [.readonly], keys: (1, 1, 1), group: "list", since: "1.0.0",
+                summary: "Returns an element from a list by its index.", arguments: "key index") { call, out throws(CommandError) in
+            let index = try call.integer(2)
+            guard let meta = try call.list(call[1]), let p = call.position(ofIndex: index, in: meta),
+                  let value = try call.member(meta, of: call[1], .member, MemberKeys.position(p)) else {
+                out.null()
+                return
+            }
+            out.bulk(value)
+        },
+        Command("lset", arity: 4, flags: [.write], keys: (1, 1, 1), group: "list", since: "1.0.0",
+                summary: "Sets the value of an element in a list by its index.", arguments: "key index element") {
+            call, out throws(CommandError) in
+            let index = try call.integer(2)
+            try call.locked(call[1]) { () throws(CommandError) in
+                guard let meta = try call.list(call[1]) else { throw .noSuchKey }
+                guard let p = call.position(ofIndex: index, in: meta) else { throw CommandError("ERR", "index out of range") }
+                var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+                change.put(.member, MemberKeys.position(p), call[3])
+                try call.commit(change)
+            }
+            out.simpleString("OK")
+        },
+        Command("linsert", arity: 5, flags: [.write], keys: (1, 1, 1), group: "list", since: "2.2.0",
+                summary: "Inserts an element before or after another element in a list.",
+                arguments: "key BEFORE|AFTER pivot element", handler: insert),
+        Command("lrem", arity: 4, flags: [.write], keys: (1, 1, 1), group: "list", since: "1.0.0",
+                summary: "Removes elements from a list. Deletes the list if the last element was removed.",
+                arguments: "key count element", handler: remove),
+        Command("ltrim", arity: 4, flags: [.write], keys: (1, 1, 1), group: "list", since: "1.0.0",
+                summary: "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
+                arguments: "key start stop", handler: trim),
+        Command("lpos", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "list", since: "6.0.6",
+                summary: "Returns the index of matching elements in a list.",
+                arguments: "key element [RANK rank] [COUNT num-matches] [MAXLEN len]", handler: position),
+        Command("lmove", arity: 5, flags: [.write], keys: (1, 2, 1), group: "list", since: "6.2.0",
+                summary: "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.",
+                arguments: "source destination LEFT|RIGHT LEFT|RIGHT") { call, out throws(CommandError) in
+            guard let from = ListEnd(call[3]), let to = ListEnd(call[4]) else { throw .syntax }
+            if let e = try call.move(call[1], call[2], from, to) { out.bulk(e) } else { out.null() }
+        },
+        Command("rpoplpush", arity: 3, flags: [.write], keys: (1, 2, 1), group: "list", since: "1.2.0",
+                summary: "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.",
+                arguments: "source destination") { call, out throws(CommandError) in
+            if let e = try call.move(call[1], call[2], .right, .left) { out.bulk(e) } else { out.null() }
+        },
+        // Keys: numkeys' keys; the table's (first, last, step) cannot say so, so it names every
+        // argument from the first key on (what EXEC locks).
+        Command("lmpop", arity: -4, flags: [.write], keys: (2, -1, 1), group: "list", since: "7.0.0",
+                summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
+                arguments: "numkeys key [key ...] LEFT|RIGHT [COUNT count]") { call, out throws(CommandError) in
+            let request = try MultiPop(call, numkeysAt: 1)
+            if let (key, elements) = try call.popFirst(request.keys, from: request.end, count: request.count) {
+                MultiPop.reply(key, elements, &out)
+            } else {
+                out.nullArray()
+            }
+        },
+    ]
+
+    /// LPUSH, RPUSH, LPUSHX, RPUSHX: the list's length after the push (0 for the X forms on a
+    /// missing key).
+    static func push(_ call: Call, _ end: ListEnd, onlyExisting: Bool) throws(CommandError) -> Int64 {
+        try call.locked(call[1]) { () throws(CommandError) -> Int64 in
+            var change: CollectionChange
+            if onlyExisting {
+                guard let meta = try call.list(call[1]) else { return 0 }
+                change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+            } else {
+                change = try call.change(call[1], .list)
+            }
+            call.push(call.argv[2...], to: end, of: &change)
+            try call.commit(change)
+            return Int64(change.meta.size)
+        }
+    }
+
+    /// LPOP and RPOP: https://redis.io/docs/latest/commands/lpop/
+    static func pop(_ call: Call, _ end: ListEnd, _ out: inout RESPWriter) throws(CommandError) {
+        guard call.count <= 3 else { throw .arity(call.name) }
+        var count: Int64? = nil
+        if call.count == 3 {
+            guard let n = Bytes.int64(call[2]), n >= 0 else { throw CommandError("ERR", "value is out of range, must be positive") }
+            count = n
+        }
+        let popped = try call.locked(call[1]) { () throws(CommandError) -> [[UInt8]]? in
+            guard let meta = try call.list(call[1]) else { return nil }
+            var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+            let elements = try call.pop(Int(clamping: count ?? 1), from: end, of: &change)
+            if !elements.isEmpty { try call.commit(change) }
+            return elements
+        }
+        guard let count else {
+            if let e = popped?.first { out.bulk(e) } else { out.null() }
+            return
+        }
+        _ = count
+        guard let popped else {
+            out.nullArray()
+            return
+        }
+        out.arrayHeader(popped.count)
+        for e in popped { out.bulk(e) }
+    }
+
+    /// LINSERT: https://redis.io/docs/latest/commands/linsert/ — the new length, -1 when the
+    /// pivot is missing, 0 when the key is.
+    static func insert(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        let before: Bool
+        if call[2].isKeyword("BEFORE") {
+            before = true
+        } else if call[2].isKeyword("AFTER") {
+            before = false
+        } else {
+            throw .syntax
+        }
+        let result = try call.locked(call[1]) { () throws(CommandError) -> Int64 in
+            guard let meta = try call.list(call[1]) else { return 0 }
+            var pivot: UInt64? = nil
+            var index: UInt64 = 0
+            try call.scanMembers(meta, of: call[1], .member) { _, value in
+                if value == call[3] {
+                    pivot = index
+                    return false
+                }
+                index += 1
+                return true
+            }
+            guard let pivot else { return -1 }
+            var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+            let at = before ? pivot : pivot + 1
+            if at <= meta.size - at {
+                // Fewer elements in front: they move one place toward the head.
+                let front = at == 0 ? [] : try call.elements(of: call[1], meta, from: 0, to: at - 1)
+                call.rewriteFront(&change, count: at, as: front + [call[4]])
+            } else {
+                let back = try call.elements(of: call[1], meta, from: at, to: meta.size - 1)
+                call.rewrite(&change, from: at, as: [call[4]] + back)
+            }
+            try call.commit(change)
+            return Int64(change.meta.size)
+        }
+        out.integer(result)
+    }
+
+    /// LREM: https://redis.io/docs/latest/commands/lrem/ — removes the first `count` matches
+    /// (from the tail when negative, all when 0); the elements on the shorter side of the
+    /// removed ones are rewritten.
+    static func remove(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        let count = try call.integer(2)
+        let removed = try call.locked(call[1]) { () throws(CommandError) -> Int in
+            guard let meta = try call.list(call[1]) else { return 0 }
+            let all = try call.elements(of: call[1], meta, from: 0, to: meta.size - 1)
+            var drop = Set<Int>()
+            let limit = count == 0 ? Int.max : Int(clamping: count.magnitude)
+            let order: [Int] = count < 0 ? Array(all.indices.reversed()) : Array(all.indices)
+            for i in order where drop.count < limit && all[i] == call[3] { drop.insert(i) }
+            guard let first = drop.min(), let last = drop.max() else { return 0 }
+            var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+            if UInt64(last + 1) <= meta.size - UInt64(first) {
+                let kept = all[0...last].indices.filter { !drop.contains($0) }.map { all[$0] }
+                call.rewriteFront(&change, count: UInt64(last + 1), as: kept)
+            } else {
+                let kept = all[first...].indices.filter { !drop.contains($0) }.map { all[$0] }
+                call.rewrite(&change, from: UInt64(first), as: kept)
+            }
+            try call.commit(change)
+            return drop.count
+        }
+        out.integer(removed)
+    }
+
+    /// LTRIM: https://redis.io/docs/latest/commands/ltrim/ — deletes the elements outside the
+    /// range at their computed positions (an emptied list goes at once, with its version).
+    static func trim(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        let start = try call.integer(2), stop = try call.integer(3)
+        try call.locked(call[1]) { () throws(CommandError) in
+            guard let meta = try call.list(call[1]) else { return }
+            var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+            guard let (from, to) = Call.listRange(start, stop, size: meta.size) else {
+                change.meta.size = 0
+                try call.commit(change)
+                return
+            }
+            for p in meta.head..<meta.head + from { change.delete(.member, MemberKeys.position(p)) }
+            for p in meta.head + to + 1..<meta.tail { change.delete(.member, MemberKeys.position(p)) }
+            change.meta.head = meta.head + from
+            change.meta.tail = meta.head + to + 1
+            change.meta.size = to - from + 1
+            if change.meta.size != meta.size { try call.commit(change) }
+        }
+        out.simpleString("OK")
+    }
+
+    /// LPOS: https://redis.io/docs/latest/commands/lpos/
+    static func position(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        var rank: Int64 = 1
+        var count: Int64? = nil
+        var maxlen: Int64 = 0
+        var i = 3
+        while i < call.count {
+            guard i + 1 < call.count else { throw .syntax }
+            if call[i].isKeyword("RANK") {
+                rank = try call.integer(i + 1)
+                if rank == 0 {
+                    throw CommandError("ERR", "RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+                }
+            } else if call[i].isKeyword("COUNT") {
+                let n = try call.integer(i + 1)
+                guard n >= 0 else { throw CommandError("ERR", "COUNT can't be negative") }
+                count = n
+            } else if call[i].isKeyword("MAXLEN") {
+                maxlen = try call.integer(i + 1)
+                guard maxlen >= 0 else { throw CommandError("ERR", "MAXLEN can't be negative") }
+            } else {
+                throw .syntax
+            }
+            i += 2
+        }
+        var matches: [Int64] = []
+        if let meta = try call.list(call[1]) {
+            let reverse = rank < 0
+            // Redis 7.0 negates RANK in a 64-bit integer: the lowest value stays negative and
+            // skips no match.
+            var skip = rank == .min ? 0 : rank.magnitude - 1
+            let wanted = count.map { $0 == 0 ? Int.max : Int(clamping: $0) } ?? 1
+            var seen: Int64 = 0
+            try call.scanMembers(meta, of: call[1], .member, reverse: reverse) { _, value in
+                if maxlen > 0 && seen == maxlen { return false }
+                let index = reverse ? Int64(meta.size) - 1 - seen : seen
+                seen += 1
+                if value == call[2] {
+                    if skip > 0 {
+                        skip -= 1
+                    } else {
+                        matches.append(index)
+                        if matches.count == wanted { return false }
+                    }
+                }
+                return true
+            }
+        }
+        guard count != nil else {
+            if let m = matches.first { out.integer(m) } else { out.null() }
+            return
+        }
+        out.arrayHeader(matches.count)
+        for m in matches { out.integer(m) }
+    }
+}
+
+/// `numkeys key [key ...] LEFT|RIGHT [COUNT count]` of LMPOP and BLMPOP.
+struct MultiPop {
+    var keys: [[UInt8]]
+    var end: ListEnd
+    var count = 1
+
+    init(_ call: Call, numkeysAt at: Int) throws(CommandError) {
+        guard let n = Bytes.int64(call[at]), n > 0 else { throw CommandError("ERR", "numkeys should be greater than 0") }
+        guard n <= call.count - at - 2 else { throw .syntax }
+        let numkeys = Int(n)
+        keys = Array(call.argv[(at + 1)...(at + numkeys)])
+        guard let end = ListEnd(call[at + numkeys + 1]) else { throw .syntax }
+        self.end = end
+        var i = at + numkeys + 2
+        var counted = false
+        while i < call.count {
+            guard !counted, call[i].isKeyword("COUNT"), i + 1 < call.count else { throw .syntax }
+            guard let c = Bytes.int64(call[i + 1]), c > 0 else { throw CommandError("ERR", "count should be greater than 0") }
+            count = Int(clamping: c)
+            counted = true
+            i += 2
+        }
+    }
+
+    /// `[key, [element ...]]`.
+    static func reply(_ key: [UInt8], _ elements: [[UInt8]], _ out: inout RESPWriter) {
+        out.arrayHeader(2)
+        out.bulk(key)
+        out.arrayHeader(elements.count)
+        for e in elements { out.bulk(e) }
+    }
+}
+
+extension Call {
+    /// The list at `key`; with `skippingOtherTypes` a key of another type reads as missing
+    /// (a blocked client's retry waits on, as Redis serves waiters only from lists).
+    func list(_ key: [UInt8], skippingOtherTypes: Bool) throws(CommandError) -> CollectionMetadata? {
+        guard skippingOtherTypes else { return try list(key) }
+        return try withStored(key) { type, payload, expiresAt in
+            guard type == .list, let payload else { return nil }
+            return CollectionMetadata(type: .list, payload: payload, expiresAt: expiresAt)
+        }
+    }
+
+    /// LMPOP, BLPOP, BRPOP, BLMPOP: up to `count` elements from one end of the first non-empty
+    /// list among `keys`, and its key; nil when all are empty. WRONGTYPE at the first key of
+    /// another type, unless `skippingOtherTypes`.
+    func popFirst(_ keys: [[UInt8]], from end: ListEnd, count: Int, skippingOtherTypes: Bool = false) throws(CommandError) -> ([UInt8], [[UInt8]])? {
+        for key in keys {
+            let popped = try locked(key) { () throws(CommandError) -> [[UInt8]]? in
+                guard let meta = try list(key, skippingOtherTypes: skippingOtherTypes) else { return nil }
+                var change = CollectionChange(key: key, meta: meta, family: family.name, existed: true)
+                let elements = try pop(count, from: end, of: &change)
+                try commit(change)
+                return elements
+            }
+            if let popped, !popped.isEmpty { return (key, popped) }
+        }
+        return nil
+    }
+
+    /// LMOVE, RPOPLPUSH, BLMOVE, BRPOPLPUSH: moves one element from an end of `source` to an
+    /// end of `destination` in one batch; nil when the source is empty. WRONGTYPE when either
+    /// holds another type (a source of another type reads as empty with `skippingOtherTypes`).
+    func move(_ source: [UInt8], _ destination: [UInt8], _ from: ListEnd, _ to: ListEnd,
+              skippingOtherTypes: Bool = false) throws(CommandError) -> [UInt8]? {
+        try locked([source, destination]) { () throws(CommandError) -> [UInt8]? in
+            guard let meta = try list(source, skippingOtherTypes: skippingOtherTypes) else { return nil }
+            var src = CollectionChange(key: source, meta: meta, family: family.name, existed: true)
+            if source == destination {
+                guard let p = position(ofIndex: from == .left ? 0 : -1, in: meta),
+                      let element = try member(meta, of: source, .member, MemberKeys.position(p)) else { return nil }
+                // Popped and pushed at the same end: nothing moves.
+                guard from != to else { return element }
+                _ = try pop(1, from: from, of: &src)
+                push([element], to: to, of: &src)
+                try commit(src)
+                return element
+            }
+            var dst = try change(destination, .list)
+            guard let element = try pop(1, from: from, of: &src).first else { return nil }
+            push([element], to: to, of: &dst)
+            try commit(src, dst)
+            return element
+        }
+    }
+}

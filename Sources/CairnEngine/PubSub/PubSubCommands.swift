@@ -1,0 +1,114 @@
+import RESP
+
+/// SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH and PUBSUB, with Redis's replies:
+/// subscription changes answer one push per channel (an array in RESP2, a `>` push in RESP3).
+/// In RESP2 a subscribed client may only run the subscription commands, PING, QUIT and RESET
+/// (`Engine.screen`); a RESP3 client may run anything. Subscriptions are not allowed inside
+/// MULTI or scripts.
+enum PubSubCommands {
+    static let all: [Command] = [
+        Command("subscribe", arity: -2, flags: [.noTransaction, .fast], group: "pubsub", since: "2.0.0",
+                summary: "Listens for messages published to channels.", arguments: "channel [channel ...]") { call, out throws(CommandError) in
+            try subscribe(call, &out, pattern: false)
+        },
+        Command("psubscribe", arity: -2, flags: [.noTransaction, .fast], group: "pubsub", since: "2.0.0",
+                summary: "Listens for messages published to channels that match one or more patterns.", arguments: "pattern [pattern ...]") {
+            call, out throws(CommandError) in
+            try subscribe(call, &out, pattern: true)
+        },
+        Command("unsubscribe", arity: -1, flags: [.noTransaction, .fast], group: "pubsub", since: "2.0.0",
+                summary: "Stops listening to messages posted to channels.", arguments: "[channel [channel ...]]") { call, out throws(CommandError) in
+            unsubscribe(call, &out, pattern: false)
+        },
+        Command("punsubscribe", arity: -1, flags: [.noTransaction, .fast], group: "pubsub", since: "2.0.0",
+                summary: "Stops listening to messages published to channels that match one or more patterns.", arguments: "[pattern [pattern ...]]") {
+            call, out throws(CommandError) in
+            unsubscribe(call, &out, pattern: true)
+        },
+        Command("publish", arity: 3, flags: [.fast], group: "pubsub", since: "2.0.0",
+                summary: "Posts a message to a channel.", arguments: "channel message") { call, out throws(CommandError) in
+            out.integer(call.engine.pubsub.publish(call[2], to: call[1]))
+        },
+        Command("pubsub", arity: -2, group: "pubsub", since: "2.8.0", summary: "A container for Pub/Sub commands.",
+                subcommands: [
+                    Command("pubsub|channels", arity: -2, group: "pubsub", since: "2.8.0",
+                            summary: "Returns the active channels.", arguments: "[pattern]") { call, out throws(CommandError) in
+                        guard call.count <= 3 else { throw .arity(call.name) }
+                        let names = call.engine.pubsub.activeChannels(matching: call.count == 3 ? call[2] : nil)
+                        out.arrayHeader(names.count)
+                        for n in names { out.bulk(n) }
+                    },
+                    Command("pubsub|numsub", arity: -2, group: "pubsub", since: "2.8.0",
+                            summary: "Returns a count of subscribers to channels.", arguments: "[channel [channel ...]]") { call, out throws(CommandError) in
+                        out.arrayHeader((call.count - 2) * 2)
+                        for i in 2..<call.count {
+                            out.bulk(call[i])
+                            out.integer(call.engine.pubsub.subscriberCount(call[i]))
+                        }
+                    },
+                    Command("pubsub|numpat", arity: 2, group: "pubsub", since: "2.8.0",
+                            summary: "Returns a count of unique pattern subscriptions.") { call, out throws(CommandError) in
+                        out.integer(call.engine.pubsub.patternCount)
+                    },
+                    Command("pubsub|help", arity: 2, group: "pubsub", since: "6.2.0", summary: "Returns helpful text about the different subcommands.") {
+                        _, out throws(CommandError) in
+                        let lines = [
+                            "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                            "CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
+                            "NUMPAT", "    Return number of subscriptions to patterns.",
+                            "NUMSUB [<channel> ...]",
+                            "    Return the number of subscribers for the specified channels, excluding",
+                            "    pattern subscriptions(default: no channels).",
+                            "HELP", "    Prints this help.",
+                        ]
+                        out.arrayHeader(lines.count)
+                        for l in lines { out.simpleString(l) }
+                    },
+                ]) { _, _ throws(CommandError) in },
+    ]
+
+    static func subscribe(_ call: Call, _ out: inout RESPWriter, pattern: Bool) throws(CommandError) {
+        let session = call.session
+        guard let subscriber = session.subscriber else { throw CommandError("ERR", "this connection cannot receive messages") }
+        subscriber.version = session.protocolVersion
+        for i in 1..<call.count {
+            let name = call[i]
+            if call.engine.pubsub.add(subscriber, to: name, pattern: pattern) {
+                if pattern { session.patterns.insert(name) } else { session.channels.insert(name) }
+            }
+            out.bytes += PubSub.encode([pattern ? "psubscribe" : "subscribe", name, session.subscriptionCount], version: out.version)
+        }
+    }
+
+    static func unsubscribe(_ call: Call, _ out: inout RESPWriter, pattern: Bool) {
+        let session = call.session
+        let kind = pattern ? "punsubscribe" : "unsubscribe"
+        let names = call.count > 1 ? Array(call.argv[1...])
+            : (pattern ? session.patterns : session.channels).sorted { $0.lexicographicallyPrecedes($1) }
+        guard !names.isEmpty else {
+            out.bytes += PubSub.encode([kind, NSNull(), session.subscriptionCount], version: out.version)
+            return
+        }
+        for name in names {
+            if pattern {
+                if session.patterns.remove(name) != nil { call.engine.pubsub.remove(session.id, from: name, pattern: true) }
+            } else {
+                if session.channels.remove(name) != nil { call.engine.pubsub.remove(session.id, from: name, pattern: false) }
+            }
+            out.bytes += PubSub.encode([kind, name, session.subscriptionCount], version: out.version)
+        }
+    }
+}
+
+/// A placeholder for "no channel" in an unsubscribe push (encoded as a null).
+struct NSNull {}
+
+extension Engine {
+    /// Drops every subscription of `session` (on RESET and when its connection closes).
+    func unsubscribeAll(_ session: Session) {
+        for name in session.channels { pubsub.remove(session.id, from: name, pattern: false) }
+        for name in session.patterns { pubsub.remove(session.id, from: name, pattern: true) }
+        session.channels = []
+        session.patterns = []
+    }
+}

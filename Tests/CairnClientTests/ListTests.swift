@@ -1,0 +1,43 @@
+import CairnClient
+import CairnTestSupport
+import Testing
+
+/// Typed list methods against the real cairnd, blocking pops included.
+@Suite struct ListTests {
+    @Test func listsPushPopAndRange() async throws {
+        try await withCairnd { client, _ in
+            #expect(try await client.rpush("l", "a", "b", "c") == 3)
+            #expect(try await client.lpush("l", "z") == 4)
+            #expect(try await client.lrange("l", 0, -1).map(\.text) == ["z", "a", "b", "c"])
+            #expect(try await client.llen("l") == 4)
+            #expect(try await client.lindex("l", -1)?.text == "c")
+            #expect(try await client.lpos("l", "b") == 2)
+            #expect(try await client.lpos("l", "nope") == nil)
+            try await client.lset("l", 0, "Z")
+            #expect(try await client.linsert("l", before: true, pivot: "b", "X") == 5)
+            #expect(try await client.lrem("l", count: 0, "X") == 1)
+            #expect(try await client.pop("l")?.text == "Z")
+            #expect(try await client.pop("l", count: 5, from: .right).map(\.text) == ["c", "b", "a"])
+            #expect(try await client.pop("l") == nil)
+            #expect(try await client.pop("l", count: 2) == [])
+            try await client.rpush("src", "1", "2")
+            #expect(try await client.lmove("src", "dst", from: .left, to: .right)?.text == "1")
+            try await client.ltrim("src", 1, 0)
+            #expect(try await client.llen("src") == 0)
+        }
+    }
+
+    @Test func blockingPopsWaitForAPushAndTimeOut() async throws {
+        try await withCairnd { client, _ in
+            let start = ContinuousClock.now
+            #expect(try await client.blockingPop(["empty"], timeout: 0.3) == nil)
+            #expect(ContinuousClock.now - start >= .milliseconds(280))
+            async let popped = client.blockingPop(["jobs"], from: .right, timeout: 5)
+            #expect(try await eventually { try await client.info("clients").integer("blocked_clients", in: "clients") == 1 })
+            try await client.rpush("jobs", "job1")
+            let got = try await popped
+            #expect(got?.key.text == "jobs" && got?.element.text == "job1")
+            #expect(try await client.blockingMove("none", "d", from: .left, to: .left, timeout: 0.1) == nil)
+        }
+    }
+}
