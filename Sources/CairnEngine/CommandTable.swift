@@ -46,6 +46,7 @@ public struct CommandTable: Sendable {
         BlockingListCommands.all,
         SetCommands.all,
         SortedSetCommands.all,
+        SortedSetPops.all,
         ServerCommands.all,
         FamilyCommands.all,
         SnapshotCommands.all,

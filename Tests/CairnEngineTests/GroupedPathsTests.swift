@@ -17,7 +17,11 @@ import Testing
         func number() -> String { ["1", "-3", "17", "x", "9223372036854775807", "-9223372036854775808"].randomElement(using: &rng)! }
         var out: [[[UInt8]]] = []
         for _ in 0..<count {
-            let words: [String] = switch Int.random(in: 0..<26, using: &rng) {
+            let words: [String] = switch Int.random(in: 0..<30, using: &rng) {
+            case 26: ["SADD", key(), "m\(Int.random(in: 0..<3, using: &rng))", "n"]
+            case 27: ["SREM", key(), "m1"]
+            case 28: ["ZADD", key(), number(), "m\(Int.random(in: 0..<3, using: &rng))"]
+            case 29: ["ZINCRBY", key(), "2", "m0"]
             case 22: ["LPUSH", key(), number(), "e"]
             case 23: ["RPUSH", key(), "z"]
             case 24: ["LPOP", key()]
@@ -62,6 +66,8 @@ import Testing
             let read: [String] = switch type {
             case .simpleString("hash"): ["HGETALL"]
             case .simpleString("list"): ["LRANGE", "", "0", "-1"]
+            case .simpleString("set"): ["SMEMBERS"]
+            case .simpleString("zset"): ["ZRANGE", "", "0", "-1", "WITHSCORES"]
             default: ["GET"]
             }
             var argv = read.map { Array($0.utf8) }

@@ -6,7 +6,13 @@ import RESP
 /// sub-key and an empty value (`MemberKeys`), so SISMEMBER is one point lookup and SMEMBERS or
 /// SSCAN an ordered scan (members come back in byte order, not Redis's hash order).
 enum SetCommands {
-    static let all: [Command] = [
+    /// Writes run batched with their connection's neighbours (`Engine.executeBatched`), except
+    /// pops: they move the popped-front bound (`PoppedFronts`) only outside a transaction.
+    static let all: [Command] = commands.map {
+        $0.flags.contains(.write) && !["spop"].contains($0.name) ? $0.grouped { _, _ in .batched } : $0
+    }
+
+    private static let commands: [Command] = [
         Command("sadd", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
                 summary: "Adds one or more members to a set. Creates the key if it doesn't exist.", arguments: "key member [member ...]") {
             call, out throws(CommandError) in

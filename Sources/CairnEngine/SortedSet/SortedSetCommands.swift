@@ -7,7 +7,13 @@ import RESP
 /// counts the entries before the member (O(rank)); BYLEX ranges walk the members in byte
 /// order, which is Redis's order when all scores are equal (the case BYLEX is defined for).
 enum SortedSetCommands {
-    static let all: [Command] = [
+    /// Writes run batched with their connection's neighbours (`Engine.executeBatched`), except
+    /// pops: they move the popped-front bound (`PoppedFronts`) only outside a transaction.
+    static let all: [Command] = commands.map {
+        $0.flags.contains(.write) && !["zpopmin", "zpopmax"].contains($0.name) ? $0.grouped { _, _ in .batched } : $0
+    }
+
+    private static let commands: [Command] = [
         Command("zadd", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
                 summary: "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.",
                 arguments: "key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]", handler: add),

@@ -1,0 +1,117 @@
+import RESP
+
+/// ZMPOP, and the blocking BZPOPMIN, BZPOPMAX and BZMPOP: https://redis.io/docs/latest/commands/bzpopmin/
+///
+/// Each pops with `SortedSetCommands.pop` from the first of its keys that holds members; the
+/// blocking ones, when all are empty, park the client (`Call.block`, Blocking/) until a write
+/// to one of the keys (ZADD, an EXEC, a script) signals it, in arrival order. Inside MULTI/EXEC
+/// and scripts they answer at once, nil when empty, as in Redis.
+enum SortedSetPops {
+    static let all: [Command] = [
+        Command("zmpop", arity: -4, flags: [.write], keys: (0, 0, 0), group: "sortedset", since: "7.0.0",
+                summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.",
+                arguments: "numkeys key [key ...] MIN|MAX [COUNT count]") { call, out throws(CommandError) in
+            let request = try Request(call, numkeysAt: 1)
+            guard let (key, popped) = try popFirst(call, request, skippingOtherTypes: false) else { out.nullArray(); return }
+            Request.reply(key, popped, &out)
+        }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
+        Command("bzpopmin", arity: -3, flags: [.write, .fast], keys: (1, -2, 1), group: "sortedset", since: "5.0.0",
+                summary: "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+                arguments: "key [key ...] timeout") { call, out throws(CommandError) in
+            try blockingPop(call, min: true, &out)
+        },
+        Command("bzpopmax", arity: -3, flags: [.write, .fast], keys: (1, -2, 1), group: "sortedset", since: "5.0.0",
+                summary: "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
+                arguments: "key [key ...] timeout") { call, out throws(CommandError) in
+            try blockingPop(call, min: false, &out)
+        },
+        Command("bzmpop", arity: -5, flags: [.write], keys: (0, 0, 0), group: "sortedset", since: "7.0.0",
+                summary: "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+                arguments: "timeout numkeys key [key ...] MIN|MAX [COUNT count]") { call, out throws(CommandError) in
+            let timeout = try call.blockTimeout(1)
+            let request = try Request(call, numkeysAt: 2)
+            try call.block(keys: request.keys, timeout: timeout, out: &out, empty: { $0.nullArray() }) {
+                call, out, retrying throws(CommandError) -> Bool in
+                guard let (key, popped) = try popFirst(call, request, skippingOtherTypes: retrying) else { return false }
+                Request.reply(key, popped, &out)
+                return true
+            }
+        }.movingKeys { SetCommands.numberedKeys($0, countAt: 2) },
+    ]
+
+    /// `numkeys key [key ...] MIN|MAX [COUNT count]`, with Redis 7.0's errors.
+    struct Request: Sendable {
+        var keys: [[UInt8]]
+        var min: Bool
+        var count = 1
+
+        init(_ call: Call, numkeysAt at: Int) throws(CommandError) {
+            guard let n = Bytes.int64(call[at]), n > 0 else { throw CommandError("ERR", "numkeys should be greater than 0") }
+            guard n <= call.count - at - 2 else { throw .syntax }
+            let numkeys = Int(n)
+            keys = Array(call.argv[(at + 1)...(at + numkeys)])
+            let end = call[at + numkeys + 1]
+            if end.isKeyword("MIN") { min = true } else if end.isKeyword("MAX") { min = false } else { throw .syntax }
+            var i = at + numkeys + 2
+            var counted = false
+            while i < call.count {
+                guard !counted, call[i].isKeyword("COUNT"), i + 1 < call.count else { throw .syntax }
+                guard let c = Bytes.int64(call[i + 1]), c > 0 else { throw CommandError("ERR", "count should be greater than 0") }
+                count = Int(clamping: c)
+                counted = true
+                i += 2
+            }
+        }
+
+        /// `[key, [[member, score] ...]]`.
+        static func reply(_ key: [UInt8], _ popped: [SortedEntry], _ out: inout RESPWriter) {
+            out.arrayHeader(2)
+            out.bulk(key)
+            out.arrayHeader(popped.count)
+            for e in popped {
+                out.arrayHeader(2)
+                out.bulk(e.member)
+                Scores.write(e.score, &out)
+            }
+        }
+    }
+
+    /// Pops from the first key holding members; with `skippingOtherTypes` (a blocked client's
+    /// retry) a key of another type is passed over, as Redis serves waiters only from sorted sets.
+    static func popFirst(_ call: Call, _ request: Request, skippingOtherTypes: Bool) throws(CommandError) -> ([UInt8], [SortedEntry])? {
+        for key in request.keys {
+            let popped: [SortedEntry]?
+            do {
+                popped = try SortedSetCommands.pop(call, key, min: request.min, count: request.count)
+            } catch where skippingOtherTypes && error.prefix == "WRONGTYPE" {
+                continue
+            }
+            if let popped, !popped.isEmpty { return (key, popped) }
+        }
+        return nil
+    }
+
+    /// BZPOPMIN and BZPOPMAX: `[key, member, score]`, or a null array on timeout.
+    static func blockingPop(_ call: Call, min: Bool, _ out: inout RESPWriter) throws(CommandError) {
+        let timeout = try call.blockTimeout(call.count - 1)
+        let keys = Array(call.argv[1..<(call.count - 1)])
+        var request = try Request(call, keys: keys, min: min)
+        request.count = 1
+        try call.block(keys: keys, timeout: timeout, out: &out, empty: { $0.nullArray() }) { [request]
+            call, out, retrying throws(CommandError) -> Bool in
+            guard let (key, popped) = try popFirst(call, request, skippingOtherTypes: retrying), let e = popped.first else { return false }
+            out.arrayHeader(3)
+            out.bulk(key)
+            out.bulk(e.member)
+            Scores.write(e.score, &out)
+            return true
+        }
+    }
+}
+
+extension SortedSetPops.Request {
+    init(_ call: Call, keys: [[UInt8]], min: Bool) throws(CommandError) {
+        self.keys = keys
+        self.min = min
+    }
+}
