@@ -126,7 +126,12 @@ let package = Package(
         // Starts the real cairnd (and redis-server) for the server and client test targets.
         .target(name: "CairnTestSupport", path: "Tests/CairnTestSupport", swiftSettings: strictSettings),
         .testTarget(
-            name: "CairnClientTests", dependencies: ["CairnClient", "RESP", "CairnTestSupport"],
+            name: "CairnClientTests",
+            dependencies: [
+                "CairnClient", "RESP", "CairnTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

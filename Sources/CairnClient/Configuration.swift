@@ -45,6 +45,14 @@ public struct CairnClientConfiguration: Sendable {
     /// waiting for a connection fail with ``CairnClientError/Code/connection``: a server restart
     /// shorter than this loses no request (as long as each request's deadline allows). Default 10 s.
     public var reconnectDeadline: Duration = .seconds(10)
+    /// Whether a request that was written but not answered when its connection broke is sent
+    /// again on a new connection (within its deadline). Default true: cairnd answers every
+    /// request it ran before a shutdown closes the connection, so the resent request runs once
+    /// and a restart loses nothing. Turn it off for at-most-once delivery against a server that
+    /// may crash between running a write and answering it (the request then fails with
+    /// ``CairnClientError/Code/connection``). Requests on a pinned connection (snapshots,
+    /// transactions, ``CairnClient/withConnection(_:)``) are never resent.
+    public var resendUnanswered = true
     /// Most connection attempts in one reconnect, whichever of this and ``reconnectDeadline`` ends
     /// first. Default unlimited.
     public var connectAttempts: Int = .max

@@ -133,6 +133,8 @@ final class Connection: Sendable {
             return try await executeOrNotSent(commands, family: family, deadline: deadline)
         } catch let error as RequestNotSent {
             throw error.error
+        } catch let error as RequestNotAnswered {
+            throw error.error
         } catch {
             throw error as? CairnClientError ?? CairnClientError(.connection, message: "\(error)")
         }
@@ -146,7 +148,8 @@ final class Connection: Sendable {
     }
 
     /// As ``execute(_:family:deadline:)``, but throws ``RequestNotSent`` for a request that never
-    /// reached the wire, so the pool can send it on another connection.
+    /// reached the wire, and ``RequestNotAnswered`` for one the server closed the connection on
+    /// without answering, so the pool can send it on another connection.
     func executeOrNotSent(_ commands: [Command], family: String?, deadline: NIODeadline) async throws -> [RESPValue] {
         let promise = channel.eventLoop.makePromise(of: [RESPValue].self)
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue

@@ -24,6 +24,12 @@ struct SubscriberCommands {
     let commands: [Command]
 }
 
+/// A request that was written but not answered when the connection broke. On Cairn, a server
+/// that shuts down answers every request it ran before it closes, so such a request did not run.
+struct RequestNotAnswered: Error {
+    let error: CairnClientError
+}
+
 /// Turns a connection into a subscriber connection once its handshake is done.
 struct EnterSubscriberMode {}
 
@@ -337,7 +343,7 @@ final class RESPClientHandler: ChannelDuplexHandler {
         for p in written {
             p.timeout?.cancel()
             switch p.purpose {
-            case .user(_, let promise, _): promise?.fail(error)
+            case .user(_, let promise, _): promise?.fail(RequestNotAnswered(error: error))
             case .switchFamily(_, let request): request?.promise.fail(RequestNotSent(error: error))
             case .healthCheck: break
             }

@@ -12,7 +12,9 @@ struct Route: Sendable {
     /// Sends the commands in one round trip; server errors come back as `.error` values.
     ///
     /// The request deadline starts here and covers the wait for a connection. A request that
-    /// was never written (its connection closed first) is sent on another connection.
+    /// was never written (its connection closed first) is sent on another connection, and so is
+    /// one the server closed the connection on without answering, unless
+    /// ``CairnClientConfiguration/resendUnanswered`` is off.
     func execute(_ commands: [Command]) async throws(CairnClientError) -> [RESPValue] {
         let deadline = NIODeadline.after(pool.configuration.requestDeadline)
         if let pinned { return try await pinned.execute(commands, family: family, deadline: deadline) }
@@ -23,6 +25,9 @@ struct Route: Sendable {
                 }
             } catch let error as RequestNotSent {
                 if NIODeadline.now() >= deadline { throw error.error }
+                await Task.yield()
+            } catch let error as RequestNotAnswered {
+                guard pool.configuration.resendUnanswered, NIODeadline.now() < deadline else { throw error.error }
                 await Task.yield()
             } catch {
                 throw error as? CairnClientError ?? CairnClientError(.connection, message: "\(error)")
