@@ -1,5 +1,5 @@
 import NIOCore
-public import RESP
+import RESP
 import Synchronization
 
 /// One message received by a ``Subscription``.
