@@ -60,8 +60,9 @@ public struct CairnClientConfiguration: Sendable {
     public var initialBackoff: Duration = .milliseconds(50)
     /// Longest backoff delay. Default 1 s.
     public var maximumBackoff: Duration = .seconds(1)
-    /// Where the client logs connects, reconnects and failures. Default label `cairn.client`.
-    public var logger = Logger(label: "cairn.client")
+    /// Where the client logs connects, reconnects and failures. Default: a logger that drops
+    /// everything (a library does not write to the application's stderr unasked).
+    public var logger = Logger(label: "cairn.client", factory: { _ in SwiftLogNoOpLogHandler() })
     /// The event loops connections run on. Default nil: NIO's shared singleton group (one
     /// thread per core).
     public var eventLoopGroup: (any EventLoopGroup)?

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 import Logging
 import NIOCore
 import NIOPosix
@@ -69,7 +74,7 @@ final class Connection: Sendable {
             if case ChannelError.connectTimeout = error {
                 throw CairnClientError(.timeout, message: "connecting to \(name) took longer than \(configuration.connectTimeout)")
             }
-            throw CairnClientError(.connection, message: "connect to \(name) failed: \(error)")
+            throw CairnClientError(.connection, message: "connect to \(name) failed: \(connectFailure(error))")
         }
         // With nothing listening on a local port in the ephemeral range, TCP's simultaneous open
         // can join the socket to itself; it would echo every request back.
@@ -198,4 +203,25 @@ extension TimeAmount {
 extension NIODeadline {
     /// Now plus `duration`.
     static func after(_ duration: Duration) -> NIODeadline { .now() + TimeAmount(duration) }
+}
+
+/// The system's text for a failed connect ("Connection refused"), as the earlier client and
+/// redis-cli print it, rather than NIO's nested description.
+func connectFailure(_ error: any Error) -> String {
+    var underlying = error
+    if let many = error as? NIOConnectionError {
+        if let first = many.connectionErrors.first {
+            underlying = first.error
+        } else if let dns = many.dnsAAAAError ?? many.dnsAError {
+            underlying = dns
+        }
+    }
+    if let io = underlying as? IOError {
+        #if canImport(Glibc) || canImport(Darwin)
+            return String(cString: strerror(io.errnoCode))
+        #else
+            return "\(io)"
+        #endif
+    }
+    return "\(underlying)"
 }
