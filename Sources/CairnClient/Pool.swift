@@ -8,7 +8,8 @@ import Synchronization
 /// A plain request shares a connection with others (pipelining): it goes to the least loaded
 /// one, and another connection is opened while every open one is busy and the limit allows. A
 /// lease (snapshots, transactions, iterators, `withConnection`) takes a connection with nothing
-/// in flight to itself until it gives it back. When no connection fits, the caller waits, at
+/// in flight to itself until it gives it back; leases leave at least one connection to shared
+/// requests. When no connection fits, the caller waits, at
 /// most until its request deadline.
 ///
 /// Connecting retries with exponential backoff for up to ``CairnClientConfiguration/reconnectDeadline``
@@ -41,7 +42,8 @@ final class Pool: Sendable {
 
         /// A connection for a shared request (the least loaded) or a lease (an unleased one with
         /// nothing in flight, which becomes leased); nil when none fits.
-        mutating func pick(exclusive: Bool) -> Connection? {
+        mutating func pick(exclusive: Bool, limit: Int) -> Connection? {
+            if exclusive && !mayLease(limit: limit) { return nil }
             var best: Connection?
             let count = connections.count
             guard count > 0 else { return nil }
@@ -63,9 +65,15 @@ final class Pool: Sendable {
             return best
         }
 
+        /// Leases leave one connection to shared requests (unless the pool has only one), so a
+        /// scoped body that sends through the client itself cannot starve its own requests.
+        func mayLease(limit: Int) -> Bool {
+            limit == 1 || leased.count < limit - 1
+        }
+
         /// Whether another connection should be opened for a request of this kind.
         func wantsAnother(exclusive: Bool, limit: Int) -> Bool {
-            guard !closed, connections.count + opening < limit else { return false }
+            guard !closed, connections.count + opening < limit, !exclusive || mayLease(limit: limit) else { return false }
             let free = connections.filter { $0.isActive && !leased.contains(ObjectIdentifier($0)) }
             if exclusive { return !free.contains { $0.inFlight == 0 } }
             return opening == 0 && !free.contains { $0.inFlight == 0 }
@@ -127,7 +135,7 @@ final class Pool: Sendable {
                     }
                     let open = s.wantsAnother(exclusive: exclusive, limit: configuration.maximumConnections)
                     if open { s.opening += 1 }
-                    if let c = s.pick(exclusive: exclusive) {
+                    if let c = s.pick(exclusive: exclusive, limit: configuration.maximumConnections) {
                         s.active += 1
                         return (.ready(c), open)
                     }
@@ -181,7 +189,7 @@ final class Pool: Sendable {
             guard !s.waiters.isEmpty else { return false }
             var remaining: [Waiter] = []
             for w in s.waiters {
-                if let c = s.pick(exclusive: w.exclusive) {
+                if let c = s.pick(exclusive: w.exclusive, limit: configuration.maximumConnections) {
                     s.active += 1
                     ready.append((w.continuation, c))
                 } else {
