@@ -18,6 +18,17 @@ struct Route: Sendable {
     func execute(_ commands: [Command]) async throws(CairnClientError) -> [RESPValue] {
         let deadline = NIODeadline.after(pool.configuration.requestDeadline)
         if let pinned { return try await pinned.execute(commands, family: family, deadline: deadline) }
+        if commands.contains(where: isBlocking) {
+            // A blocking command holds up every request behind it on its connection: it gets
+            // a connection to itself.
+            do {
+                return try await pool.withLease(deadline: deadline) { connection in
+                    try await connection.execute(commands, family: family, deadline: deadline)
+                }
+            } catch {
+                throw error as? CairnClientError ?? CairnClientError(.connection, message: "\(error)")
+            }
+        }
         while true {
             do {
                 return try await pool.withShared(deadline: deadline) { connection in
@@ -56,6 +67,16 @@ struct Route: Sendable {
         return try await pool.withLease(deadline: .after(pool.configuration.requestDeadline)) { connection in
             try await body(Route(pool: pool, family: family, pinned: connection))
         }
+    }
+}
+
+/// Commands that may wait on the server for data (blocking pops and moves, WAIT, XREAD BLOCK...).
+private func isBlocking(_ c: Command) -> Bool {
+    guard let name = c.first, name.count >= 4, name.count <= 10 else { return false }
+    switch String(decoding: name, as: UTF8.self).uppercased() {
+    case "BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP", "WAIT", "WAITAOF": return true
+    case "XREAD", "XREADGROUP": return c.contains { String(decoding: $0, as: UTF8.self).uppercased() == "BLOCK" }
+    default: return false
     }
 }
 
