@@ -191,7 +191,8 @@ import Testing
             }
             #expect(pushed)
             #expect(try await client.send(["RPUSH", "jobs", "j1"]) == .integer(1))
-            #expect(try await popped == .array([.bulkString(Array("jobs".utf8)), .bulkString(Array("j1".utf8))]))
+            let reply = try await popped
+            #expect(reply.array?.compactMap(\.string) == ["jobs", "j1"], "BLPOP replied \(reply)")
         }
     }
 
