@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // RocksDB's C API from Debian's librocksdb-dev; nothing but a modulemap and a header.
@@ -35,7 +37,16 @@ let package = Package(
         ),
         .target(name: "Rocks", dependencies: ["CRocksDB"], swiftSettings: strictSettings),
         .target(name: "RESP", swiftSettings: strictSettings),
-        .target(name: "CairnClient", dependencies: ["RESP"], swiftSettings: strictSettings),
+        // The client runs on SwiftNIO event loops; it depends on nothing else of the package but RESP.
+        .target(
+            name: "CairnClient",
+            dependencies: [
+                "RESP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // A newcomer's tour of the client, and the client throughput benchmark (scripts/bench-client).
         .executableTarget(name: "cairn-example", dependencies: ["CairnClient"], swiftSettings: strictSettings),
         .executableTarget(name: "cairn-client-bench", dependencies: ["CairnClient"], swiftSettings: strictSettings),
@@ -120,7 +131,12 @@ let package = Package(
         // Starts the real cairnd (and redis-server) for the server and client test targets.
         .target(name: "CairnTestSupport", path: "Tests/CairnTestSupport", swiftSettings: strictSettings),
         .testTarget(
-            name: "CairnClientTests", dependencies: ["CairnClient", "RESP", "CairnTestSupport"],
+            name: "CairnClientTests",
+            dependencies: [
+                "CairnClient", "RESP", "CairnTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

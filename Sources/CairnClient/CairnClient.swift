@@ -1,7 +1,8 @@
 public import RESP
+public import ServiceLifecycle
 
-/// An async/await client for Cairn (and, for the commands both have, Redis), with a connection
-/// pool, pipelining, reconnects with backoff and typed methods for every command family.
+/// An async/await client for Cairn (and, for the commands both have, Redis) on SwiftNIO, with a
+/// connection pool, pipelining, reconnects with backoff and typed methods for every command family.
 ///
 /// ```swift
 /// let client = CairnClient(host: "127.0.0.1", port: 7379)
@@ -10,14 +11,22 @@ public import RESP
 /// let text = try await client.getString("greeting")   // "hello"
 /// ```
 ///
-/// A client is `Sendable`: share one among many tasks. Each request borrows a connection from
-/// the pool (at most ``CairnClientConfiguration/maximumConnections``) for one round trip. Commands
-/// whose effect belongs to a connection (snapshots, iterators, WATCH) run through scoped APIs that
-/// pin one: ``withSnapshot(_:)``, ``iterate(from:reverse:batchSize:)``, ``transaction(watching:attempts:_:)``,
-/// ``withConnection(_:)``.
+/// A client is `Sendable`: share one among many tasks. Requests are pipelined over a few
+/// connections (at most ``CairnClientConfiguration/maximumConnections``); no thread waits for a
+/// reply. Commands whose effect belongs to a connection (snapshots, iterators, WATCH) run through
+/// scoped APIs that pin one: ``withSnapshot(_:)``, ``iterate(from:reverse:batchSize:)``,
+/// ``transaction(watching:attempts:_:)``, ``withConnection(_:)``.
 ///
-/// The client speaks RESP2 (no `HELLO 3`), so replies have the same shape on every server.
-public final class CairnClient: KeyValueWriter {
+/// The client asks for RESP3 (`HELLO 3`) and falls back to RESP2 when the server refuses; the
+/// typed methods accept either shape.
+///
+/// As a swift-service-lifecycle `Service`, ``run()`` waits for graceful shutdown, then lets the
+/// requests in flight finish and closes the connections:
+/// ```swift
+/// let group = ServiceGroup(services: [client, server], gracefulShutdownSignals: [.sigterm], logger: logger)
+/// try await group.run()
+/// ```
+public final class CairnClient: KeyValueWriter, Service {
     /// The configuration this client was made with.
     public let configuration: CairnClientConfiguration
     let route: Route
@@ -34,20 +43,43 @@ public final class CairnClient: KeyValueWriter {
     }
 
     @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws -> RESPValue {
+    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
         try await route.send(argv)
     }
 
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws -> [RESPValue] {
+    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
         try await route.pipeline(commands)
     }
 
-    /// Closes idle connections and makes later requests fail with ``CairnClientError/Code/closed``.
-    /// Requests in flight finish; their connections are closed as they come back. Server-side
-    /// snapshots and iterators of those connections are released by the server when they close.
+    /// Makes later requests fail with ``CairnClientError/Code/closed``; the connections close once
+    /// the requests and scoped bodies in progress are done. Server-side snapshots and iterators
+    /// of those connections are released by the server when they close.
     public func close() {
         route.pool.close()
     }
+
+    /// As ``close()``, and returns once the requests in progress have finished and the
+    /// connections are closing.
+    public func closeGracefully() async {
+        await route.pool.drain()
+    }
+
+    /// The `Service` entry point: returns after graceful shutdown, once the requests in flight
+    /// have finished. Cancelling it closes the client at once. A client works without `run()`
+    /// too; then call ``close()`` or ``closeGracefully()`` when done.
+    public func run() async throws {
+        do {
+            try await gracefulShutdown()
+        } catch {
+            close()
+            throw error
+        }
+        configuration.logger.debug("cairn client shutting down gracefully")
+        await closeGracefully()
+    }
+
+    /// Connections the pool holds open right now.
+    public var openConnections: Int { route.pool.openConnections }
 
     /// Runs `body` with one connection of the pool to itself, for sequences of commands whose
     /// state belongs to a connection (`SNAPSHOT.USE`, `CF.USE`, `ITER.*`, `CLIENT SETNAME`).
@@ -65,11 +97,11 @@ public struct CairnConnection: KeyValueWriter {
     let route: Route
 
     @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws -> RESPValue {
+    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
         try await route.send(argv)
     }
 
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws -> [RESPValue] {
+    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
         try await route.pipeline(commands)
     }
 }

@@ -16,11 +16,11 @@ public struct ColumnFamily: KeyValueWriter {
     // family, snapshot, transaction): a protocol witness must be public, so an internal protocol
     // extension cannot supply them once for all.
     @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws -> RESPValue {
+    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
         try await route.send(argv)
     }
 
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws -> [RESPValue] {
+    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
         try await route.pipeline(commands)
     }
 

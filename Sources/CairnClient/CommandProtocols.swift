@@ -10,13 +10,13 @@ public protocol CommandSender: Sendable {
     ///
     /// - Throws: ``CairnClientError`` with code `.server` (prefix and message kept) when the
     ///   reply is an error; `.connection`, `.timeout`, `.protocolViolation` for transport failures.
-    func send(_ argv: [any RESPArgument]) async throws -> RESPValue
+    func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue
 
     /// Sends many commands in one write and reads their replies in order: one round trip.
     ///
     /// Server errors do not throw here: each appears in place as `RESPValue.error`, so the
     /// replies of the other commands are not lost. Transport failures throw.
-    func pipeline(_ commands: [[any RESPArgument]]) async throws -> [RESPValue]
+    func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue]
 }
 
 /// Read commands: what a ``Snapshot`` offers. The writer protocol adds the rest.
@@ -27,7 +27,7 @@ public protocol KeyValueWriter: KeyValueReader {}
 
 extension CommandSender {
     /// `send` with variadic arguments, for the typed methods.
-    func call(_ argv: any RESPArgument...) async throws -> RESPValue {
+    func call(_ argv: any RESPArgument...) async throws(CairnClientError) -> RESPValue {
         try await send(argv)
     }
 }

@@ -1,9 +1,14 @@
-/// How a ``CairnClient`` connects: address, credentials, timeouts, pool size and reconnect policy.
+public import Logging
+public import NIOCore
+public import RESP
+
+/// How a ``CairnClient`` connects: address, credentials, protocol, timeouts, pool size and
+/// reconnect policy.
 ///
 /// ```swift
-/// var config = CairnClient.Configuration(host: "127.0.0.1", port: 7379)
+/// var config = CairnClientConfiguration(host: "127.0.0.1", port: 7379)
 /// config.password = "secret"
-/// config.maximumConnections = 16
+/// config.requestDeadline = .seconds(2)
 /// let client = CairnClient(configuration: config)
 /// ```
 public struct CairnClientConfiguration: Sendable {
@@ -11,29 +16,70 @@ public struct CairnClientConfiguration: Sendable {
     public var host: String
     /// TCP port. Default 7379 (Cairn's default; Redis uses 6379).
     public var port: Int
-    /// Sent with `AUTH` on every new connection when set. Default nil (no AUTH).
+    /// A Unix domain socket to connect to instead of `host:port`. Default nil (TCP).
+    public var unixSocketPath: String?
+    /// Sent with `HELLO 3 AUTH` (or `AUTH` on RESP2) on every new connection when set. Default nil.
     public var password: String?
-    /// ACL user name for `AUTH username password`; nil sends `AUTH password`. Default nil.
+    /// ACL user name; nil authenticates as `default`. Default nil.
     public var username: String?
-    /// Longest wait for a TCP connection to be established, in seconds. Default 5.
-    public var connectTimeout: Double = 5
-    /// Longest wait for a reply (or for the socket to accept a request), in seconds. Default 30.
-    /// When it passes the request fails with ``CairnClientError/Code/timeout`` and its connection is closed.
-    public var commandTimeout: Double = 30
-    /// Most connections the pool keeps open; further requests wait for a free one. Default 8.
+    /// The protocol asked for with `HELLO`. Default `.v3`; a server that refuses it gets RESP2.
+    /// `.v2` sends no HELLO (replies then have RESP2 shapes: maps as flat arrays).
+    public var protocolVersion: RESPVersion = .v3
+    /// Longest wait for one connection attempt (TCP or Unix socket). Default 5 s.
+    public var connectTimeout: Duration = .seconds(5)
+    /// How long a request may take in all: waiting for a connection of the pool (also while it
+    /// reconnects) and for the reply. When it passes the request fails with
+    /// ``CairnClientError/Code/timeout``; its reply, if it still comes, is dropped. Default 30 s.
+    public var requestDeadline: Duration = .seconds(30)
+    /// A connection with nothing sent for this long is closed (a new one opens when needed).
+    /// Default 60 s.
+    public var idleTimeout: Duration = .seconds(60)
+    /// A connection with nothing in flight for this long is sent a `PING`; one not answered
+    /// within ``connectTimeout`` closes the connection. Default 10 s.
+    public var healthCheckInterval: Duration = .seconds(10)
+    /// Most connections the pool keeps open. Requests are pipelined, so a few connections carry
+    /// many concurrent requests; scoped APIs (snapshots, transactions, iterators,
+    /// ``CairnClient/withConnection(_:)``) each hold one to themselves. Default 8.
     public var maximumConnections: Int = 8
-    /// How often to try to connect before a request fails with ``CairnClientError/Code/connection``,
-    /// waiting between attempts with exponential backoff. Default 5 attempts.
-    public var connectAttempts: Int = 5
-    /// First backoff delay in seconds; doubled after each failed attempt. Default 0.05.
-    public var initialBackoff: Double = 0.05
-    /// Longest backoff delay in seconds. Default 2.
-    public var maximumBackoff: Double = 2
+    /// How long the pool keeps trying to connect, with exponential backoff, before requests
+    /// waiting for a connection fail with ``CairnClientError/Code/connection``: a server restart
+    /// shorter than this loses no request (as long as each request's deadline allows). Default 10 s.
+    public var reconnectDeadline: Duration = .seconds(10)
+    /// Whether a request that was written but not answered when its connection broke is sent
+    /// again on a new connection (within its deadline). Default true: cairnd answers every
+    /// request it ran before a shutdown closes the connection, so the resent request runs once
+    /// and a restart loses nothing. Turn it off for at-most-once delivery against a server that
+    /// may crash between running a write and answering it (the request then fails with
+    /// ``CairnClientError/Code/connection``). Requests on a pinned connection (snapshots,
+    /// transactions, ``CairnClient/withConnection(_:)``) are never resent.
+    public var resendUnanswered = true
+    /// Most connection attempts in one reconnect, whichever of this and ``reconnectDeadline`` ends
+    /// first. Default unlimited.
+    public var connectAttempts: Int = .max
+    /// First backoff delay; doubled after each failed attempt. Default 50 ms.
+    public var initialBackoff: Duration = .milliseconds(50)
+    /// Longest backoff delay. Default 1 s.
+    public var maximumBackoff: Duration = .seconds(1)
+    /// Where the client logs connects, reconnects and failures. Default: a logger that drops
+    /// everything (a library does not write to the application's stderr unasked).
+    public var logger = Logger(label: "cairn.client", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// The event loops connections run on. Default nil: NIO's shared singleton group (one
+    /// thread per core).
+    public var eventLoopGroup: (any EventLoopGroup)?
 
     public init(host: String = "127.0.0.1", port: Int = 7379, password: String? = nil, username: String? = nil) {
         self.host = host
         self.port = port
         self.password = password
         self.username = username
+    }
+
+    /// ``requestDeadline`` in seconds, for callers of the earlier `Double` API.
+    public var commandTimeout: Double {
+        get {
+            let (s, a) = requestDeadline.components
+            return Double(s) + Double(a) / 1e18
+        }
+        set { requestDeadline = .milliseconds(Int64((newValue * 1000).rounded())) }
     }
 }

@@ -65,7 +65,7 @@ final class ServerCursor: Sendable {
         do {
             let (connection, id) = try await opened()
             let step = sequence.reverse ? "ITER.PREV" : "ITER.NEXT"
-            let batch = try await connection.execute([command(step, id, sequence.batchSize)], family: nil)[0]
+            let batch = try await connection.execute([command(step, id, sequence.batchSize)], family: nil, deadline: sequence.route.deadline())[0]
                 .throwingServerError().expectEntries()
             if batch.count < sequence.batchSize { await finish() }
             return batch
@@ -83,7 +83,7 @@ final class ServerCursor: Sendable {
         if let pinned = route.pinned {
             connection = pinned
         } else {
-            connection = try await route.pool.acquire()
+            connection = try await route.pool.lease(deadline: route.deadline())
             state.withLock {
                 $0.connection = connection
                 $0.leased = true
@@ -94,7 +94,7 @@ final class ServerCursor: Sendable {
         if let snapshot = sequence.snapshot { open += ["SNAPSHOT", snapshot] }
         if sequence.reverse { open.append("REV") }
         if let start = sequence.start { open += ["START", start] }
-        let id = try await connection.execute([command(open)], family: route.family)[0].throwingServerError().expectInt()
+        let id = try await connection.execute([command(open)], family: route.family, deadline: route.deadline())[0].throwingServerError().expectInt()
         state.withLock { $0.id = id }
         return (connection, id)
     }
@@ -110,7 +110,9 @@ final class ServerCursor: Sendable {
             }
             return (s.connection, s.leased, s.id)
         }
-        await ServerCursor.close(connection: connection, leased: leased, id: id, pool: sequence.route.pool)
+        // In a task of its own: when the loop's task was cancelled, the close must still run.
+        let pool = sequence.route.pool
+        await Task { await ServerCursor.close(connection: connection, leased: leased, id: id, pool: pool) }.value
     }
 
     private static func close(connection: Connection?, leased: Bool, id: Int64?, pool: Pool) async {
@@ -118,10 +120,10 @@ final class ServerCursor: Sendable {
         if let id {
             // A transport failure leaves the reply stream unknown: drop the connection. A server
             // error (the snapshot under it was released, closing it) needs nothing.
-            let reply = try? await connection.execute([command("ITER.CLOSE", id)], family: nil)
+            let reply = try? await connection.execute([command("ITER.CLOSE", id)], family: nil, deadline: .after(pool.configuration.requestDeadline))
             if reply == nil { connection.close() }
         }
-        if leased { pool.release(connection) }
+        if leased { pool.giveBack(connection) }
     }
 
     deinit {

@@ -1,157 +1,332 @@
+import Logging
+import NIOCore
+import NIOPosix
 import Synchronization
 
-/// A bounded set of connections shared by one client.
+/// The connections of one client, at most ``CairnClientConfiguration/maximumConnections``.
 ///
-/// `acquire()` hands out an idle connection (checking that the server did not close it while it
-/// sat idle), opens a new one while fewer than `maximumConnections` exist, or waits for a
-/// `release`. Opening retries with exponential backoff, which is how the client reconnects
-/// after a server restart.
+/// A plain request shares a connection with others (pipelining): it goes to the least loaded
+/// one, and another connection is opened while every open one is busy and the limit allows. A
+/// lease (snapshots, transactions, iterators, `withConnection`) takes a connection with nothing
+/// in flight to itself until it gives it back; leases leave at least one connection to shared
+/// requests. When no connection fits, the caller waits, at
+/// most until its request deadline.
+///
+/// Connecting retries with exponential backoff for up to ``CairnClientConfiguration/reconnectDeadline``
+/// while requests wait: that is how the client rides out a server restart. A connection the
+/// server closed leaves the pool at once (NIO reports it); requests that were never written on
+/// it are sent on another.
 final class Pool: Sendable {
     let configuration: CairnClientConfiguration
+    let group: any EventLoopGroup
+    private let logger: Logger
     private let state = Mutex(State())
 
+    private struct Waiter {
+        let id: Int
+        let exclusive: Bool
+        let continuation: CheckedContinuation<Connection, any Error>
+    }
+
     private struct State: ~Copyable {
-        var idle: [Connection] = []
-        /// Connections handed out or idle, plus slots reserved for connections being opened.
-        var count = 0
-        var waiters: [(id: Int, continuation: CheckedContinuation<Connection?, any Error>)] = []
+        var connections: [Connection] = []
+        var leased: Set<ObjectIdentifier> = []
+        var opening = 0
+        var waiters: [Waiter] = []
         var nextWaiter = 0
         var closed = false
+        /// Requests and leases between getting their connection and finishing.
+        var active = 0
+        var drained: [CheckedContinuation<Void, Never>] = []
+        var rotation = 0
+
+        /// A connection for a shared request (the least loaded) or a lease (an unleased one with
+        /// nothing in flight, which becomes leased); nil when none fits.
+        mutating func pick(exclusive: Bool, limit: Int) -> Connection? {
+            if exclusive && !mayLease(limit: limit) { return nil }
+            var best: Connection?
+            let count = connections.count
+            guard count > 0 else { return nil }
+            rotation &+= 1
+            for k in 0..<count {
+                let c = connections[(rotation &+ k) % count]
+                guard c.isActive, !leased.contains(ObjectIdentifier(c)) else { continue }
+                let load = c.inFlight
+                if exclusive {
+                    if load == 0 && !c.isTainted {
+                        leased.insert(ObjectIdentifier(c))
+                        return c
+                    }
+                } else if best == nil || load < best!.inFlight {
+                    best = c
+                    if load == 0 { break }
+                }
+            }
+            return best
+        }
+
+        /// Leases leave one connection to shared requests (unless the pool has only one), so a
+        /// scoped body that sends through the client itself cannot starve its own requests.
+        func mayLease(limit: Int) -> Bool {
+            limit == 1 || leased.count < limit - 1
+        }
+
+        /// Whether another connection should be opened for a request of this kind.
+        func wantsAnother(exclusive: Bool, limit: Int) -> Bool {
+            guard !closed, connections.count + opening < limit, !exclusive || mayLease(limit: limit) else { return false }
+            let free = connections.filter { $0.isActive && !leased.contains(ObjectIdentifier($0)) }
+            if exclusive { return !free.contains { $0.inFlight == 0 } }
+            return opening == 0 && !free.contains { $0.inFlight == 0 }
+        }
     }
 
     init(configuration: CairnClientConfiguration) {
         precondition(configuration.maximumConnections > 0, "maximumConnections must be at least 1")
         self.configuration = configuration
+        self.group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
+        self.logger = configuration.logger
     }
 
-    /// Runs `body` with a connection of its own, then returns the connection to the pool (or
-    /// drops it if it broke).
-    func withConnection<T: Sendable>(_ body: (Connection) async throws -> T) async throws -> T {
-        let connection = try await acquire()
-        do {
-            let result = try await body(connection)
-            release(connection)
-            return result
-        } catch {
-            release(connection)
-            throw error
-        }
+    // MARK: Using connections
+
+    /// Runs `body` on a shared connection.
+    func withShared<T>(deadline: NIODeadline, _ body: (Connection) async throws -> T) async throws -> T {
+        let connection = try await acquire(exclusive: false, deadline: deadline)
+        defer { finished(connection, exclusive: false) }
+        return try await body(connection)
     }
 
-    /// A connection for the caller's exclusive use until `release`. Waiting for a free one ends
-    /// with ``CairnClientError/Code/cancelled`` when the task is cancelled.
-    func acquire() async throws -> Connection {
-        while true {
-            let slot = try await nextSlot()
-            guard let connection = slot else {
-                // A reserved slot: open a new connection in it.
-                do {
-                    return try await openWithBackoff()
-                } catch {
-                    freeSlot()
-                    throw error
-                }
-            }
-            if connection.isUsable { return connection }
-            connection.close()
-            freeSlot()
-        }
+    /// Runs `body` with a connection to itself; afterwards the connection goes back to the
+    /// pool, or is closed if a request on it was abandoned (its state is then unknown).
+    func withLease<T>(deadline: NIODeadline, _ body: (Connection) async throws -> T) async throws -> T {
+        let connection = try await lease(deadline: deadline)
+        defer { giveBack(connection) }
+        return try await body(connection)
     }
 
-    /// An idle connection, or nil for a reserved slot to open one in; waits when neither is free.
-    private func nextSlot() async throws -> Connection? {
+    /// A connection to the caller alone until ``giveBack(_:)`` (for leases that span calls,
+    /// such as an iterator's).
+    func lease(deadline: NIODeadline) async throws -> Connection {
+        try await acquire(exclusive: true, deadline: deadline)
+    }
+
+    /// Ends a lease from ``lease(deadline:)``.
+    func giveBack(_ connection: Connection) {
+        finished(connection, exclusive: true)
+    }
+
+    private func acquire(exclusive: Bool, deadline: NIODeadline) async throws -> Connection {
         let id = state.withLock { s in
             s.nextWaiter += 1
             return s.nextWaiter
         }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let ready: Result<Connection?, any Error>? = state.withLock { s in
-                    if s.closed { return .failure(CairnClientError(.closed, message: "the client is closed")) }
-                    if Task.isCancelled {
-                        return .failure(CairnClientError(.cancelled, message: "cancelled while waiting for a connection"))
-                    }
-                    if let c = s.idle.popLast() { return .success(c) }
-                    if s.count < configuration.maximumConnections {
-                        s.count += 1
-                        return .success(nil)
-                    }
-                    s.waiters.append((id, continuation))
-                    return nil
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Connection, any Error>) in
+                enum Outcome {
+                    case ready(Connection)
+                    case failed(CairnClientError)
+                    case waiting
                 }
-                if let ready { continuation.resume(with: ready) }
+                // `opened`: a slot was reserved for another connection (all open ones are busy).
+                let (outcome, opened): (Outcome, Bool) = state.withLock { s in
+                    if s.closed { return (.failed(CairnClientError(.closed, message: "the client is closed")), false) }
+                    if Task.isCancelled {
+                        return (.failed(CairnClientError(.cancelled, message: "cancelled while waiting for a connection")), false)
+                    }
+                    let open = s.wantsAnother(exclusive: exclusive, limit: configuration.maximumConnections)
+                    if open { s.opening += 1 }
+                    if let c = s.pick(exclusive: exclusive, limit: configuration.maximumConnections) {
+                        s.active += 1
+                        return (.ready(c), open)
+                    }
+                    s.waiters.append(Waiter(id: id, exclusive: exclusive, continuation: continuation))
+                    return (.waiting, open)
+                }
+                switch outcome {
+                case .ready(let c):
+                    continuation.resume(returning: c)
+                case .failed(let error):
+                    continuation.resume(throwing: error)
+                case .waiting:
+                    group.next().scheduleTask(deadline: deadline) { [self] in
+                        fail(waiter: id, CairnClientError(.timeout, message: "no connection within the request deadline"))
+                    }
+                }
+                if opened { startOpening() }
             }
         } onCancel: {
-            let waiter = state.withLock { s in
-                s.waiters.firstIndex { $0.id == id }.map { s.waiters.remove(at: $0).continuation }
+            fail(waiter: id, CairnClientError(.cancelled, message: "cancelled while waiting for a connection"))
+        }
+    }
+
+    private func fail(waiter id: Int, _ error: CairnClientError) {
+        let waiter = state.withLock { s in
+            s.waiters.firstIndex { $0.id == id }.map { s.waiters.remove(at: $0) }
+        }
+        waiter?.continuation.resume(throwing: error)
+    }
+
+    private func finished(_ connection: Connection, exclusive: Bool) {
+        if exclusive, connection.isTainted { connection.close() }
+        let done: [CheckedContinuation<Void, Never>] = state.withLock { s in
+            s.active -= 1
+            if exclusive { s.leased.remove(ObjectIdentifier(connection)) }
+            guard s.closed, s.active == 0 else { return [] }
+            defer { s.drained = [] }
+            return s.drained
+        }
+        if !done.isEmpty || state.withLock({ $0.closed && $0.active == 0 }) {
+            closeAll()
+            for d in done { d.resume() }
+        }
+        dispatchWaiters()
+    }
+
+    /// Hands connections to waiters that can have one now, and opens another if they need it.
+    private func dispatchWaiters() {
+        var ready: [(CheckedContinuation<Connection, any Error>, Connection)] = []
+        let open = state.withLock { s -> Bool in
+            guard !s.waiters.isEmpty else { return false }
+            var remaining: [Waiter] = []
+            for w in s.waiters {
+                if let c = s.pick(exclusive: w.exclusive, limit: configuration.maximumConnections) {
+                    s.active += 1
+                    ready.append((w.continuation, c))
+                } else {
+                    remaining.append(w)
+                }
             }
-            waiter?.resume(throwing: CairnClientError(.cancelled, message: "cancelled while waiting for a connection"))
+            s.waiters = remaining
+            guard let first = remaining.first, s.opening == 0 || first.exclusive,
+                s.wantsAnother(exclusive: first.exclusive, limit: configuration.maximumConnections)
+            else { return false }
+            s.opening += 1
+            return true
         }
+        for (continuation, c) in ready { continuation.resume(returning: c) }
+        if open { startOpening() }
     }
 
-    /// Gives a connection back: to a waiter, to the idle list, or (if it broke or the client is
-    /// closed) closes it and frees its slot.
-    func release(_ connection: Connection) {
-        guard connection.isUsable else {
-            connection.close()
-            freeSlot()
-            return
-        }
-        let waiter: CheckedContinuation<Connection?, any Error>? = state.withLock { s in
-            if s.closed { return nil }
-            if !s.waiters.isEmpty { return s.waiters.removeFirst().continuation }
-            s.idle.append(connection)
-            return nil
-        }
-        if let waiter {
-            waiter.resume(returning: connection)
-        } else if state.withLock({ $0.closed }) {
-            connection.close()
-        }
+    // MARK: Opening and closing
+
+    /// Opens one connection in a slot already counted in `opening`, retrying with backoff.
+    private func startOpening() {
+        Task { await self.open() }
     }
 
-    /// Closes idle connections and fails waiting requests; connections in use are closed when
-    /// they come back.
-    func close() {
-        var idle: [Connection] = []
-        var waiters: [(id: Int, continuation: CheckedContinuation<Connection?, any Error>)] = []
-        state.withLock { s in
-            s.closed = true
-            swap(&idle, &s.idle)
-            swap(&waiters, &s.waiters)
-        }
-        for c in idle { c.close() }
-        for w in waiters { w.continuation.resume(throwing: CairnClientError(.closed, message: "the client is closed")) }
-    }
-
-    /// A slot was given up: hand it to a waiter (who opens a connection in it) or free it.
-    private func freeSlot() {
-        let waiter: CheckedContinuation<Connection?, any Error>? = state.withLock { s in
-            if !s.closed, !s.waiters.isEmpty { return s.waiters.removeFirst().continuation }
-            s.count -= 1
-            return nil
-        }
-        waiter?.resume(returning: nil)
-    }
-
-    private func openWithBackoff() async throws -> Connection {
+    private func open() async {
         var delay = configuration.initialBackoff
         var attempt = 1
+        let started = ContinuousClock.now
         while true {
-            let connection = Connection(configuration: configuration)
             let failure: CairnClientError
             do {
-                try await connection.open()
-                return connection
+                let connection = try await Connection.open(
+                    configuration, group: group, deadline: .after(configuration.connectTimeout),
+                    onIdle: { [weak self] channel in self?.retireIfIdle(channel) })
+                added(connection)
+                return
             } catch {
                 failure = error
             }
-            // Wrong password and the like will not get better by retrying.
             let retryable = failure.code == .connection || failure.code == .timeout
-            guard retryable, attempt < configuration.connectAttempts, !Task.isCancelled else { throw failure }
-            try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+            let waiting = state.withLock { !$0.waiters.isEmpty && !$0.closed }
+            let withinDeadline = ContinuousClock.now + delay - started < configuration.reconnectDeadline
+            guard retryable, waiting, withinDeadline, attempt < configuration.connectAttempts else {
+                logger.warning("cairn client cannot connect", metadata: ["error": "\(failure)", "attempts": "\(attempt)"])
+                openFailed(failure)
+                return
+            }
+            logger.debug("cairn client connect failed; retrying", metadata: ["error": "\(failure)", "attempt": "\(attempt)"])
+            try? await Task.sleep(for: delay)
             delay = min(delay * 2, configuration.maximumBackoff)
             attempt += 1
         }
     }
+
+    private func added(_ connection: Connection) {
+        let keep = state.withLock { s in
+            s.opening -= 1
+            guard !s.closed else { return false }
+            s.connections.append(connection)
+            return true
+        }
+        guard keep else {
+            connection.close()
+            return
+        }
+        connection.channel.closeFuture.whenComplete { [weak self] _ in self?.removed(connection) }
+        dispatchWaiters()
+    }
+
+    /// Gives up connecting: waiters fail unless another connection may still serve them.
+    private func openFailed(_ failure: CairnClientError) {
+        let failed: [Waiter] = state.withLock { s in
+            s.opening -= 1
+            guard s.opening == 0, !s.connections.contains(where: \.isActive) else { return [] }
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in failed { w.continuation.resume(throwing: failure) }
+        dispatchWaiters()
+    }
+
+    private func removed(_ connection: Connection) {
+        state.withLock { s in
+            s.connections.removeAll { $0 === connection }
+        }
+        dispatchWaiters()
+    }
+
+    /// The idle timeout passed on `channel`: close it unless it is leased or busy.
+    private func retireIfIdle(_ channel: any Channel) {
+        let victim = state.withLock { s -> Connection? in
+            guard let c = s.connections.first(where: { $0.channel === channel }),
+                !s.leased.contains(ObjectIdentifier(c)), c.inFlight == 0
+            else { return nil }
+            s.connections.removeAll { $0 === c }
+            return c
+        }
+        if let victim {
+            logger.debug("cairn client closes an idle connection")
+            victim.close()
+        }
+    }
+
+    /// Stops taking requests (they fail with `.closed`) and fails those waiting for a
+    /// connection; connections close once the requests and leases in progress are done.
+    func close() {
+        let (waiters, idle) = state.withLock { s in
+            s.closed = true
+            defer { s.waiters = [] }
+            return (s.waiters, s.active == 0)
+        }
+        for w in waiters { w.continuation.resume(throwing: CairnClientError(.closed, message: "the client is closed")) }
+        if idle { closeAll() }
+    }
+
+    /// ``close()``, then waits until the requests and leases in progress are done.
+    func drain() async {
+        close()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s in
+                if s.active == 0 { return true }
+                s.drained.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        closeAll()
+    }
+
+    private func closeAll() {
+        let all = state.withLock { s in
+            defer { s.connections = [] }
+            return s.connections
+        }
+        for c in all { c.close() }
+    }
+
+    /// Connections open now (for tests and INFO-like reports).
+    var openConnections: Int { state.withLock { $0.connections.count } }
 }

@@ -1,3 +1,4 @@
+#if canImport(Glibc)
 extension CairnClientConfiguration {
     /// A connected TCP socket to ``host``:``port`` with this configuration's connect timeout and,
     /// as send/receive timeout, ``commandTimeout``; for tools that stream raw bytes past the pool
@@ -6,6 +7,15 @@ extension CairnClientConfiguration {
     ///
     /// - Throws: ``CairnClientError`` with code `.connection` or `.timeout`.
     public func openSocket() throws(CairnClientError) -> Int32 {
-        try Socket.connect(host: host, port: port, timeout: connectTimeout, ioTimeout: commandTimeout)
+        try Socket.connect(host: host, port: port, timeout: connectTimeout.seconds, ioTimeout: commandTimeout)
+    }
+}
+#endif
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var seconds: Double {
+        let (s, a) = components
+        return Double(s) + Double(a) / 1e18
     }
 }

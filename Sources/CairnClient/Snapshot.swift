@@ -12,11 +12,11 @@ public struct Snapshot: KeyValueReader {
     let route: Route
 
     @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws -> RESPValue {
+    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
         try await route.send(argv)
     }
 
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws -> [RESPValue] {
+    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
         try await route.pipeline(commands)
     }
 

@@ -1,8 +1,8 @@
-// Linux (Glibc) only, like the server: the package is built and deployed on Debian.
+#if canImport(Glibc)
 import Glibc
 
-/// Blocking POSIX socket calls for one client connection. No state: the descriptor is owned by
-/// ``Connection``.
+/// A blocking POSIX TCP connect for tools that stream raw bytes past the pool
+/// (``CairnClientConfiguration/openSocket()``). The client's own connections run on SwiftNIO.
 enum Socket {
     /// Opens a TCP connection to `host:port`, trying each resolved address, waiting at most
     /// `timeout` seconds for each; then sets blocking mode, `TCP_NODELAY` and send/receive timeouts.
@@ -87,46 +87,8 @@ enum Socket {
         }
     }
 
-    /// Writes all of `bytes`; throws on a broken connection or when the send timeout passes.
-    static func write(_ fd: Int32, _ bytes: [UInt8]) throws(CairnClientError) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n > 0 {
-                offset += n
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                throw CairnClientError(.timeout, message: "the server did not accept the request in time")
-            } else {
-                throw failure("send", "the server")
-            }
-        }
-    }
-
-    /// Reads what is available (at least one byte) into `buffer`; returns the count.
-    /// Throws `.connection` when the server closed the connection, `.timeout` when the receive timeout passed.
-    static func read(_ fd: Int32, into buffer: inout [UInt8]) throws(CairnClientError) -> Int {
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
-            if n > 0 { return n }
-            if n == 0 { throw CairnClientError(.connection, message: "the server closed the connection") }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK {
-                throw CairnClientError(.timeout, message: "no reply from the server in time")
-            }
-            throw failure("recv from", "the server")
-        }
-    }
-
-    /// True when an idle connection has been closed by the peer or has unexpected bytes waiting.
-    static func isStale(_ fd: Int32) -> Bool {
-        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&pfd, 1, 0) > 0 else { return false }
-        return true  // readable while idle: EOF, reset, or bytes no request asked for
-    }
-
     private static func failure(_ what: String, _ name: String) -> CairnClientError {
         CairnClientError(.connection, message: "\(what) \(name) failed: \(String(cString: strerror(errno)))")
     }
 }
+#endif

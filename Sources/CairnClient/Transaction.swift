@@ -15,11 +15,11 @@ public final class Transaction: KeyValueReader {
 
     /// Runs a read now on the transaction's connection (e.g. `GET` of a watched key).
     @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws -> RESPValue {
+    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
         try await route.send(argv)
     }
 
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws -> [RESPValue] {
+    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
         try await route.pipeline(commands)
     }
 

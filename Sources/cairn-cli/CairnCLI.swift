@@ -89,6 +89,8 @@ struct CairnCLI: AsyncParsableCommand {
         var config = CairnClientConfiguration(host: host, port: port, password: password ?? env("CAIRNCLI_AUTH"), username: user)
         config.maximumConnections = 1
         config.connectAttempts = 1
+        // Replies shown as redis-cli shows them: RESP2, as redis-cli speaks unless told -3.
+        config.protocolVersion = .v2
         config.commandTimeout = 3600
         if pipe {
             config.commandTimeout = pipeTimeout

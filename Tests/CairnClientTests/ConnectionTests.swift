@@ -59,7 +59,7 @@ import Testing
     @Test func connectionRefusedIsAConnectionError() async throws {
         var config = CairnClientConfiguration(port: try RedisProcess.freePort())
         config.connectAttempts = 3
-        config.initialBackoff = 0.01
+        config.initialBackoff = .milliseconds(10)
         let client = CairnClient(configuration: config)
         defer { client.close() }
         await #expect(throws: CairnClientError.self) { try await client.send(["PING"]) }
@@ -78,7 +78,7 @@ import Testing
         let port = server.port
         var config = CairnClientConfiguration(port: port)
         config.connectAttempts = 2
-        config.initialBackoff = 0.01
+        config.initialBackoff = .milliseconds(10)
         let client = CairnClient(configuration: config)
         defer { client.close() }
         try await client.set("k", "kept")
@@ -115,8 +115,8 @@ import Testing
         server.terminate()
         var config = CairnClientConfiguration(port: port)
         config.connectAttempts = 30
-        config.initialBackoff = 0.02
-        config.maximumBackoff = 0.2
+        config.initialBackoff = .milliseconds(20)
+        config.maximumBackoff = .milliseconds(200)
         let client = CairnClient(configuration: config)
         defer { client.close() }
         async let pong = client.ping()
