@@ -92,7 +92,8 @@ import Testing
             _ = try await client.get("k")
             Issue.record("a request succeeded with the server down")
         } catch let error as CairnClientError {
-            #expect(error.code == .connection)
+            // Refused connections, or the request's deadline passing first on a busy machine.
+            #expect(error.code == .connection || error.code == .timeout)
         }
         let restarted = try CairndProcess(directory: server.directory, port: port)
         defer { restarted.terminate() }
