@@ -1,3 +1,5 @@
+import RESP
+
 /// HSCAN, SSCAN and ZSCAN: `key cursor [MATCH pattern] [COUNT count]` over a collection's
 /// members in key order. As with SCAN, the cursor stands for the last member returned
 /// (`ScanCursors`), so a scan resumes exactly after it and sees every member present for the
@@ -24,6 +26,23 @@ struct MemberScan {
                 throw .syntax
             }
             i += 2
+        }
+    }
+
+    /// The whole reply of HSCAN, SSCAN or ZSCAN on a collection of `type`:
+    /// `[cursor, [member, (value,) ...]]`; `value` writes what follows each member (none for
+    /// a set).
+    static func reply(
+        _ call: Call, _ type: KeyType, _ out: inout RESPWriter,
+        value: ((_ stored: [UInt8], _ out: inout RESPWriter) -> Void)? = nil
+    ) throws(CommandError) {
+        let page = try MemberScan(call).page(call, try call.collection(call[1], type), of: call[1])
+        out.arrayHeader(2)
+        out.bulk(String(page.next))
+        out.arrayHeader(value == nil ? page.items.count : page.items.count * 2)
+        for item in page.items {
+            out.bulk(item.sub)
+            value?(item.value, &out)
         }
     }
 

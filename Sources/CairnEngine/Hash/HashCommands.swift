@@ -155,15 +155,7 @@ enum HashCommands {
         Command("hscan", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.8.0",
                 summary: "Iterates over fields and values of a hash.", arguments: "key cursor [MATCH pattern] [COUNT count]") {
             call, out throws(CommandError) in
-            let scan = try MemberScan(call)
-            let page = try scan.page(call, try call.collection(call[1], .hash), of: call[1])
-            out.arrayHeader(2)
-            out.bulk(String(page.next))
-            out.arrayHeader(page.items.count * 2)
-            for item in page.items {
-                out.bulk(item.sub)
-                out.bulk(item.value)
-            }
+            try MemberScan.reply(call, .hash, &out) { value, out in out.bulk(value) }
         },
     ]
 

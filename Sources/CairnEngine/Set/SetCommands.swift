@@ -163,12 +163,7 @@ enum SetCommands {
         Command("sscan", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "2.8.0",
                 summary: "Iterates over members of a set.", arguments: "key cursor [MATCH pattern] [COUNT count]") {
             call, out throws(CommandError) in
-            let scan = try MemberScan(call)
-            let page = try scan.page(call, try call.collection(call[1], .set), of: call[1])
-            out.arrayHeader(2)
-            out.bulk(String(page.next))
-            out.arrayHeader(page.items.count)
-            for item in page.items { out.bulk(item.sub) }
+            try MemberScan.reply(call, .set, &out)
         },
     ]
 

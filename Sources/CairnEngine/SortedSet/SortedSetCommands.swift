@@ -108,15 +108,7 @@ enum SortedSetCommands {
         Command("zscan", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.8.0",
                 summary: "Iterates over members and scores of a sorted set.", arguments: "key cursor [MATCH pattern] [COUNT count]") {
             call, out throws(CommandError) in
-            let scan = try MemberScan(call)
-            let page = try scan.page(call, try call.collection(call[1], .zset), of: call[1])
-            out.arrayHeader(2)
-            out.bulk(String(page.next))
-            out.arrayHeader(page.items.count * 2)
-            for item in page.items {
-                out.bulk(item.sub)
-                out.bulk(Scores.text(MemberKeys.score(value: item.value)))
-            }
+            try MemberScan.reply(call, .zset, &out) { value, out in out.bulk(Scores.text(MemberKeys.score(value: value))) }
         },
     ] + SortedSetRanges.all + SortedSetAlgebra.all
 
