@@ -5,6 +5,7 @@ extension Engine {
     /// client paused: closes the sessions' snapshots and iterators (their next use gets a clear
     /// error), moves every key-lock version so WATCHed transactions abort, forgets SCAN cursors.
     func detachForSwap(_ sessions: [Session]) {
+        replication.endFeedsForSwap()
         for s in sessions { closeHandlesForRestore(s) }
         locks.withAll {}
         scanCursors.clear()

@@ -57,6 +57,11 @@ public final class Engine: @unchecked Sendable {
     let collectionVersions = VersionClock()
     /// Clients parked by a blocking pop, per key (Blocking/BlockedClients.swift).
     public let blocking = BlockedClients()
+    /// Primary or replica, the replicas and the link to the primary (Replication/).
+    public let replication = Replication()
+    /// Held while a column family is created or dropped, so families are created in one order
+    /// (a replica replays them in that order: see BatchApplier.swift).
+    let familyChanges = Mutex<Void>(())
 
     /// Opens (creating if needed) the database in `configuration.dir`.
     public init(configuration: Configuration, logger: Logger) throws {
@@ -82,6 +87,11 @@ public final class Engine: @unchecked Sendable {
         self.defaultFamily = defaultFamily
         if readOnly { diskGuard.openedReadOnly() }
         diskGuard.poll(self)
+        Replication.removeLeftoverCheckpoints(in: configuration.dir)
+        let role: Replication.Role
+        if let (host, port) = Replication.parseTarget(configuration.replicaof) { role = .replica(host: host, port: port) } else { role = .primary }
+        replication.load(dir: configuration.dir, latest: db.latestSequenceNumber, role: role)
+        replication.readOnly.store(role != .primary && configuration.replicaReadOnly, ordering: .relaxed)
     }
 
     /// The RocksDB options the server opens its database with (also used by `cairn-bench-rocks`).
@@ -100,6 +110,9 @@ public final class Engine: @unchecked Sendable {
         // next line logged (RocksDB logs its own disk-full error) aborts Debian's librocksdb
         // (assertions on). Only fatal messages go there; Cairn's log says what happened.
         o.infoLogLevel = .fatal
+        // Flushed WAL is kept for replicas that were away (Replication/WALFeed.swift).
+        o.walTTLSeconds = UInt64(max(0, c.replBacklogTTL))
+        o.walSizeLimitMB = UInt64(max(1, c.replBacklogSize >> 20))
         return o
     }
 
@@ -167,6 +180,8 @@ public final class Engine: @unchecked Sendable {
         }
         do {
             try syncWALOrdered()
+            // Synced: the next start may continue this history (Replication.load).
+            replication.save(dir: configuration.dir, cleanAt: database.latestSequenceNumber)
         } catch where diskGuard.isFaulted {
             // A flush or compaction ran out of space while we were stopping (the sync reports
             // RocksDB's background error): as above.

@@ -125,7 +125,7 @@ enum ConnectionCommands {
         out.bulk("proto"); out.integer(version.rawValue)
         out.bulk("id"); out.integer(call.session.id)
         out.bulk("mode"); out.bulk("standalone")
-        out.bulk("role"); out.bulk("master")
+        out.bulk("role"); out.bulk(call.engine.replication.isReplica ? "replica" : "master")
         out.bulk("modules"); out.arrayHeader(0)
     }
 }
@@ -241,7 +241,7 @@ enum ClientCommands {
             out.simpleString("OK")
             return
         }
-        var id: Int64? = nil, addr: String? = nil, laddr: String? = nil
+        var id: Int64? = nil, addr: String? = nil, laddr: String? = nil, type: String? = nil, user: String? = nil, maxAge: Int64? = nil
         var skipMe = true
         var i = 2
         while i + 1 < call.count {
@@ -250,7 +250,13 @@ enum ClientCommands {
             else if call[i].isKeyword("ADDR") { addr = value }
             else if call[i].isKeyword("LADDR") { laddr = value }
             else if call[i].isKeyword("SKIPME") { skipMe = value.lowercased() == "yes" }
-            else if call[i].isKeyword("TYPE") || call[i].isKeyword("USER") || call[i].isKeyword("MAXAGE") {}
+            else if call[i].isKeyword("TYPE") {
+                let t = value.lowercased()
+                guard ["normal", "master", "replica", "slave", "pubsub"].contains(t) else { throw CommandError("ERR", "Unknown client type '\(value)'") }
+                type = t == "slave" ? "replica" : t
+            }
+            else if call[i].isKeyword("USER") { user = value }
+            else if call[i].isKeyword("MAXAGE") { maxAge = try call.integer(i + 1) }
             else { throw .syntax }
             i += 2
         }
@@ -261,6 +267,9 @@ enum ClientCommands {
             if let addr, c.address != addr { continue }
             if let laddr, c.localAddress != laddr { continue }
             if skipMe && c.id == call.session.id { continue }
+            if let type, c.state.withLock({ $0.type }) != type { continue }
+            if let user, c.state.withLock({ $0.user }) != user { continue }
+            if let maxAge, (Clock.milliseconds() - c.createdAt) / 1000 < maxAge { continue }
             c.kill()
             killed += 1
         }

@@ -1,0 +1,165 @@
+import Dispatch
+public import Synchronization
+import Rocks
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// This server's part in replication: primary or replica, its replication id, the replicas
+/// connected to it, the link to its primary, and the counters INFO reports.
+///
+/// Offsets are RocksDB sequence numbers. A replica starts from a checkpoint of its primary and
+/// then writes the primary's WAL batches as they are (`BatchApplier`), so after each batch both
+/// databases have the same latest sequence number: that number is the replication offset, and
+/// a replica's offset survives a crash with its data (both are in its WAL).
+///
+/// The replication id names a history of writes. A replica keeps its primary's (in the file
+/// `REPLICATION` in the data directory), so after a restart it asks to continue that history.
+/// A primary reuses its id after a clean shutdown only: after a crash it may have lost writes
+/// its replicas have, so it starts a new history and they resynchronise in full. A promoted
+/// replica starts a new id and keeps the old one (`secondID`) up to its offset, so the other
+/// replicas of the old primary continue with a partial sync, as Redis's PSYNC2.
+public final class Replication: Sendable {
+    public enum Role: Equatable, Sendable {
+        case primary
+        case replica(host: String, port: Int)
+    }
+
+    /// One replica connected to this server.
+    public struct ReplicaInfo: Sendable {
+        public var clientID: Int64
+        public var address: String
+        public var listeningPort: Int
+        /// `wait_bgsave` (checkpoint being made), `send_bulk` (files streaming), `online`.
+        public var state: String
+        /// The last sequence number it reported applied.
+        public var acked: UInt64
+        /// When it last reported (Unix ms).
+        public var lastAck: Int64
+        public init(clientID: Int64, address: String, listeningPort: Int, state: String, acked: UInt64, lastAck: Int64) {
+            self.clientID = clientID
+            self.address = address
+            self.listeningPort = listeningPort
+            self.state = state
+            self.acked = acked
+            self.lastAck = lastAck
+        }
+    }
+
+    struct State {
+        var role: Role = .primary
+        var id: String
+        var secondID = Replication.noID
+        /// `secondID` names this history up to this sequence number.
+        var secondOffset: UInt64 = 0
+        /// Bumped when the role or the primary changes: the link of an older generation stops.
+        var generation = 0
+        // The link to the primary (replica role).
+        var linkUp = false
+        var lastIO: Int64 = 0
+        var syncInProgress = false
+        var syncBytesReceived = 0
+        var lastSyncFailure = ""
+        var linkDownSince: Int64 = 0
+        // Counters (primary role), as INFO stats.
+        var syncFull = 0
+        var syncPartialOK = 0
+        var syncPartialErr = 0
+        var replicas: [Int64: ReplicaInfo] = [:]
+        /// Replicas must reconnect when this changes (the history they follow ended).
+        var feedGeneration = 0
+        /// `FAILOVER`'s progress, INFO's `master_failover_state`.
+        var failoverState = "no-failover"
+        var checkpointCounter = 0
+        /// A batch failed to apply: ask for a full sync next time rather than loop.
+        var mustSyncInFull = false
+    }
+
+    /// Redis's id for "none".
+    static let noID = String(repeating: "0", count: 40)
+
+    let state: Mutex<State>
+    /// Whether writes from clients are refused (`-READONLY`): a replica with `replica-read-only`.
+    let readOnly = Atomic<Bool>(false)
+    /// WAIT's callers, woken when a replica acknowledges.
+    let waiters = Mutex<[Waiter]>([])
+    /// Serialises the WAL readers of every replica with a database swap (`WALFeed`).
+    let feedLock = Mutex<[ObjectIdentifier: WALFeed]>([:])
+
+    final class Waiter: Sendable {
+        let target: UInt64
+        let needed: Int
+        let semaphore = DispatchSemaphore(value: 0)
+        init(target: UInt64, needed: Int) {
+            self.target = target
+            self.needed = needed
+        }
+    }
+
+    init() {
+        state = Mutex(State(id: Replication.newID()))
+    }
+
+    /// 40 random hex digits.
+    static func newID() -> String {
+        var bytes = [UInt8](repeating: 0, count: 20)
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
+        return bytes.map { String($0, radix: 16).leftPadded(2) }.joined()
+    }
+
+    public var role: Role { state.withLock { $0.role } }
+    public var generation: Int { state.withLock { $0.generation } }
+    public var isReplica: Bool { role != .primary }
+    public var replicationID: String { state.withLock { $0.id } }
+    /// Closed at shutdown: no batch is applied after.
+    let applyGate = Mutex<Bool>(false)
+
+    public var isStopped: Bool { applyGate.withLock { $0 } }
+
+    /// At shutdown, before the database closes: no more batches are applied or WAL read.
+    public func stop() {
+        applyGate.withLock { $0 = true }
+        endFeedsForSwap()
+    }
+
+    // MARK: the REPLICATION file
+
+    static func filePath(_ dir: String) -> String { dir + "/REPLICATION" }
+
+    /// At start: takes the saved id when this server may continue its history (a replica
+    /// always; a primary only after a clean shutdown at exactly `latest`), then marks the file
+    /// as in use, so a crash from now on is seen as one at the next start.
+    func load(dir: String, latest: UInt64, role: Role) {
+        var saved: String? = nil
+        var cleanAt: UInt64? = nil
+        if let bytes = readFile(Replication.filePath(dir)) {
+            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+                let words = line.split(separator: " ")
+                guard words.count == 2 else { continue }
+                if words[0] == "id", words[1].utf8.count == 40 { saved = String(words[1]) }
+                if words[0] == "clean-at" { cleanAt = UInt64(words[1]) }
+            }
+        }
+        state.withLock { s in
+            s.role = role
+            if let saved, role != .primary || cleanAt == latest { s.id = saved }
+        }
+        save(dir: dir, cleanAt: nil)
+    }
+
+    /// `replicaof`'s `host port`, or nil for none.
+    static func parseTarget(_ text: String) -> (String, Int)? {
+        let words = text.split(separator: " ")
+        guard words.count == 2, let port = Int(words[1]) else { return nil }
+        return (String(words[0]), port)
+    }
+
+    /// Writes the id (and, at a clean shutdown, the sequence number it ends at).
+    func save(dir: String, cleanAt: UInt64?) {
+        let id = replicationID
+        var text = "id \(id)\n"
+        if let cleanAt { text += "clean-at \(cleanAt)\n" }
+        _ = writeFileAtomically(Replication.filePath(dir), text)
+    }
+}
+
