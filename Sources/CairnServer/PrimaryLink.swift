@@ -70,7 +70,7 @@ final class PrimaryLink: @unchecked Sendable {
         reply = try ask(["REPLCONF", "capa", "cairn-wal"])
         guard reply.hasPrefix("+") else { throw ReplicationSocket.Failure(description: "the primary refused REPLCONF capa: \(reply)") }
         let next = engine.replicationOffset + 1
-        reply = try ask(["PSYNC", engine.replication.psyncID(), String(next)])
+        reply = try ask(["PSYNC", engine.replication.psyncID(latest: next - 1), String(next)])
         let words = reply.split(separator: " ").map(String.init)
         socket.startFrames()
         if words.first == "+FULLRESYNC", words.count >= 2 {

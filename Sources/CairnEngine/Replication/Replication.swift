@@ -126,25 +126,45 @@ public final class Replication: Sendable {
 
     static func filePath(_ dir: String) -> String { dir + "/REPLICATION" }
 
-    /// At start: takes the saved id when this server may continue its history (a replica
-    /// always; a primary only after a clean shutdown at exactly `latest`), then marks the file
-    /// as in use, so a crash from now on is seen as one at the next start.
+    /// At start: takes the saved history when this server may continue it. A replica's data
+    /// is always a prefix of its primary's history, so a replica keeps the id (and one that now
+    /// starts as a primary keeps it as the second id, as after a promotion). A primary keeps
+    /// its id only after a clean shutdown at exactly `latest`. Then the file is marked as in
+    /// use, so a crash from now on is seen as one at the next start.
     func load(dir: String, latest: UInt64, role: Role) {
         var saved: String? = nil
         var cleanAt: UInt64? = nil
+        var wasReplica = false
         if let bytes = readFile(Replication.filePath(dir)) {
             for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
                 let words = line.split(separator: " ")
                 guard words.count == 2 else { continue }
                 if words[0] == "id", words[1].utf8.count == 40 { saved = String(words[1]) }
                 if words[0] == "clean-at" { cleanAt = UInt64(words[1]) }
+                if words[0] == "role" { wasReplica = words[1] == "replica" }
             }
         }
         state.withLock { s in
             s.role = role
-            if let saved, role != .primary || cleanAt == latest { s.id = saved }
+            guard let saved else { return }
+            if role != .primary && wasReplica {
+                s.id = saved
+            } else if wasReplica {
+                s.secondID = saved
+                s.secondOffset = latest
+            } else if cleanAt == latest {
+                s.id = saved
+            }
         }
         save(dir: dir, cleanAt: nil)
+    }
+
+    /// Writes the id and the role (and, at a clean shutdown, the sequence number it ends at).
+    func save(dir: String, cleanAt: UInt64?) {
+        let (id, replica) = state.withLock { ($0.id, $0.role != .primary) }
+        var text = "id \(id)\nrole \(replica ? "replica" : "primary")\n"
+        if let cleanAt { text += "clean-at \(cleanAt)\n" }
+        _ = writeFileAtomically(Replication.filePath(dir), text)
     }
 
     /// `replicaof`'s `host port`, or nil for none.
@@ -153,13 +173,4 @@ public final class Replication: Sendable {
         guard words.count == 2, let port = Int(words[1]) else { return nil }
         return (String(words[0]), port)
     }
-
-    /// Writes the id (and, at a clean shutdown, the sequence number it ends at).
-    func save(dir: String, cleanAt: UInt64?) {
-        let id = replicationID
-        var text = "id \(id)\n"
-        if let cleanAt { text += "clean-at \(cleanAt)\n" }
-        _ = writeFileAtomically(Replication.filePath(dir), text)
-    }
 }
-

@@ -89,8 +89,14 @@ extension Replication {
     public func noteSyncFailure(_ reason: String) { state.withLock { $0.lastSyncFailure = reason } }
 
     /// The id to ask to continue (`?` when this replica must sync in full).
-    public func psyncID() -> String {
-        state.withLock { $0.mustSyncInFull ? "?" : $0.id }
+    public func psyncID(latest: UInt64) -> String {
+        state.withLock { s in
+            if s.mustSyncInFull { return "?" }
+            // Promoted (or restarted as a primary) and nothing written since: still a prefix
+            // of the history it left.
+            if s.secondID != Replication.noID && latest == s.secondOffset { return s.secondID }
+            return s.id
+        }
     }
 
     /// After a failed batch: the next sync is a full one.
@@ -98,13 +104,12 @@ extension Replication {
 
     /// `+CONTINUE id`: the primary's history goes on (under a new id after a promotion).
     public func continued(primaryID: String, dir: String) {
-        let changed = state.withLock { s -> Bool in
-            guard s.id != primaryID else { return false }
-            s.secondID = s.id
+        state.withLock { s in
             s.id = primaryID
-            return true
+            s.secondID = Replication.noID
+            s.secondOffset = 0
         }
-        if changed { save(dir: dir, cleanAt: nil) }
+        save(dir: dir, cleanAt: nil)
     }
 
     /// After a full sync switched in.
