@@ -82,6 +82,8 @@ final class PrimaryLink: @unchecked Sendable {
             throw ReplicationSocket.Failure(description: "the primary refused PSYNC: \(reply)")
         }
         engine.replication.noteLink(up: true)
+        // Short receive waits: a hand-over request is noticed within 100 ms.
+        socket.makeBlocking(receiveTimeoutMilliseconds: 100, sendTimeoutSeconds: config.replTimeout)
         try apply(&socket, timeout: config.replTimeout)
     }
 
@@ -160,7 +162,29 @@ final class PrimaryLink: @unchecked Sendable {
         var lastAck = Clock.milliseconds()
         var unacked = false
         var out = RESPWriter(version: .v2, capacity: 64)
+        // A hand-over (Takeover.swift): asked for, and the sequence the primary ended at.
+        var takeoverSent = false
+        var promoteAsked = false
+        var readyAt: UInt64? = nil
         while true {
+            if !takeoverSent && (promoteAsked || engine.replication.takeoverWanted) {
+                out.reset()
+                ReplicationFrame.takeover(into: &out)
+                try socket.send(out.bytes)
+                takeoverSent = true
+                logger.notice("asked the primary to hand over")
+            }
+            if let readyAt, engine.replicationOffset >= readyAt {
+                if promoteAsked {
+                    engine.replication.promote(engine, afterHandOver: true)
+                    logger.notice("promoted at the primary's request (FAILOVER) at sequence \(readyAt)")
+                } else {
+                    engine.replication.takeoverApplied()
+                }
+                // REPLICAOF NO ONE ends this link's generation; wait for it rather than reconnect.
+                for _ in 0..<100 where current { usleep(20_000) }
+                return
+            }
             let frame = try socket.nextFrame(wait: !unacked)
             if let frame {
                 lastHeard = Clock.milliseconds()
@@ -182,6 +206,10 @@ final class PrimaryLink: @unchecked Sendable {
                 case "PING":
                     // Answered with an acknowledgement: the primary learns the lag each second.
                     unacked = true
+                case "TAKEOVER-READY":
+                    readyAt = frame.count == 2 ? ReplicationFrame.number(frame[1]) : nil
+                case "PROMOTE":
+                    promoteAsked = true
                 default:
                     break
                 }

@@ -122,9 +122,21 @@ final class ReplicaFeeder: @unchecked Sendable {
         var out = RESPWriter(version: .v2, capacity: 1 << 20)
         var lastPing = Clock.milliseconds()
         var lastHeard = Clock.milliseconds()
+        // A hand-over (Takeover.swift): the sequence this primary ends at for the replica.
+        var handOverTarget: UInt64? = nil
+        defer { if handOverTarget != nil { engine.replication.abandonHandOver(record.id) } }
         while !stopped.load(ordering: .relaxed) && !isStopping() && engine.replication.feedGeneration == generation {
             out.reset()
             let sent = try feed.read(into: &out, maxBytes: 4 << 20)
+            if let target = handOverTarget, feed.next > target {
+                ReplicationFrame.takeoverReady(target, into: &out)
+                try socket.send(out.bytes)
+                handOverTarget = nil
+                let host = handOff.announcedIP.isEmpty ? String(record.address.split(separator: ":").dropLast().joined(separator: ":")) : handOff.announcedIP
+                engine.replication.handedOver(engine, host: host, port: handOff.listeningPort)
+                return
+            }
+            if engine.replication.takePromoteRequest(for: record.id) { ReplicationFrame.promote(into: &out) }
             let now = Clock.milliseconds()
             if now - lastPing >= 1000 {
                 ReplicationFrame.ping(into: &out)
@@ -137,6 +149,13 @@ final class ReplicaFeeder: @unchecked Sendable {
                 if frame.count == 3, ReplicationFrame.name(frame) == "REPLCONF", frame[1].elementsEqual("ACK".utf8) || frame[1].elementsEqual("ack".utf8),
                    let seq = ReplicationFrame.number(frame[2]) {
                     engine.replication.acked(record.id, seq)
+                } else if frame.count == 2, ReplicationFrame.name(frame) == "REPLCONF", String(decoding: frame[1], as: UTF8.self).uppercased() == "TAKEOVER" {
+                    if handOverTarget == nil && engine.replication.beginHandOver(to: record.id) {
+                        // Writes admitted just before the refusal began land first.
+                        usleep(50_000)
+                        handOverTarget = engine.replicationOffset
+                        logger.notice("\(name) takes over: refusing writes; it gets everything up to sequence \(handOverTarget!)")
+                    }
                 }
                 if sent > 0 { break }
             }

@@ -271,9 +271,11 @@ def test_a_promoted_replica_lets_the_others_continue_partially(servers):
     assert a.client().execute_command("REPLICAOF", "NO", "ONE") == b"OK"
     ia = info(a)
     assert ia["role"] == "master" and ia["master_replid2"] == old_id and ia["master_replid"] != old_id
+    # The old primary was up: it handed over and follows the promoted replica by itself.
+    assert info(primary).get("master_port") == a.port
     a.client().set("promoted", 1)
     follow(b, a)
-    follow(primary, a)
+    assert primary.client().execute_command("REPLICAOF", "127.0.0.1", a.port) == b"OK Already connected to specified master"
     wait_until(lambda: caught_up(a, b, primary))
     stats = a.client().info("stats")
     assert stats["sync_partial_ok"] == 2 and stats["sync_full"] == 0, stats
@@ -305,3 +307,55 @@ def test_wait_counts_replicas_that_acknowledged(servers):
         r.set(f"w{i}", i)
         assert r.execute_command("WAIT", 1, 5000) == 1
         assert replica.client().get(f"w{i}") == str(i).encode()
+
+
+def test_failover_hands_the_primary_role_to_a_replica_losing_no_write(servers):
+    primary = servers()
+    a = servers()
+    follow(a, primary)
+    wait_until(lambda: caught_up(primary, a))
+    r = primary.client()
+    with pytest.raises(redis.ResponseError, match="No failover in progress"):
+        r.execute_command("FAILOVER", "ABORT")
+    with pytest.raises(redis.ResponseError, match="FAILOVER target HOST and PORT is not a replica"):
+        r.execute_command("FAILOVER", "TO", "127.0.0.1", 1)
+    with pytest.raises(redis.ResponseError, match="FAILOVER is not valid when server is a replica"):
+        a.client().execute_command("FAILOVER")
+    acknowledged, refused = [], []
+    stop = threading.Event()
+
+    def write():
+        w = primary.client()
+        i = 0
+        while not stop.is_set():
+            try:
+                w.set(f"f{i}", i)
+                acknowledged.append(i)
+            except redis.ReadOnlyError:
+                refused.append(i)
+                time.sleep(0.01)
+            i += 1
+
+    t = threading.Thread(target=write)
+    t.start()
+    time.sleep(1)
+    assert r.execute_command("FAILOVER", "TO", "127.0.0.1", a.port) == b"OK"
+    wait_until(lambda: info(a)["role"] == "master" and info(primary).get("master_port") == a.port, what="the hand-over")
+    time.sleep(0.3)
+    stop.set()
+    t.join()
+    assert refused, "the old primary kept taking writes"
+    ra = a.client()
+    missing = [i for i in acknowledged if ra.get(f"f{i}") != str(i).encode()]
+    assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged writes lost"
+    wait_until(lambda: caught_up(a, primary))
+    assert info(primary)["master_failover_state"] == "no-failover"
+    assert a.client().info("stats")["sync_partial_ok"] >= 1
+    assert digest(primary) == digest(a)
+    # REPLICAOF NO ONE on a replica whose primary is up hands over the same way.
+    assert primary.client().execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    assert info(primary)["role"] == "master"
+    wait_until(lambda: info(a).get("master_port") == primary.port and info(a)["master_link_status"] == "up", what="the second hand-over")
+    primary.client().set("back", 1)
+    wait_until(lambda: caught_up(primary, a))
+    assert a.client().get("back") == b"1"

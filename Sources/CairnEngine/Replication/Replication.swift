@@ -73,6 +73,12 @@ public final class Replication: Sendable {
         var checkpointCounter = 0
         /// A batch failed to apply: ask for a full sync next time rather than loop.
         var mustSyncInFull = false
+        // A hand-over (Takeover.swift).
+        var takeoverWanted = false
+        var takeoverDone: DispatchSemaphore? = nil
+        var handingOverTo: Int64? = nil
+        /// FAILOVER chose this replica (-1 once told).
+        var promoteRequest: Int64? = nil
     }
 
     /// Redis's id for "none".

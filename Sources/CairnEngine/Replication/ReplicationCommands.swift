@@ -43,6 +43,7 @@ enum ReplicationCommands {
                 summary: "An old replication handshake; Cairn replicas use PSYNC.") { _, _ throws(CommandError) in
             throw CommandError("ERR", "SYNC (an RDB stream) is not supported: Cairn replicates between Cairn servers with PSYNC")
         },
+        FailoverCommand.command,
     ]
 
     // MARK: REPLICAOF
@@ -172,7 +173,15 @@ extension Replication {
 
     /// REPLICAOF NO ONE: a primary from now on, with a new history id; the old id stays valid
     /// up to the current offset, so the other replicas of the old primary continue partially.
-    func promote(_ engine: Engine) {
+    /// `afterHandOver`: the link already ran the hand-over (the primary's FAILOVER asked).
+    public func promote(_ engine: Engine, afterHandOver: Bool = false) {
+        if !afterHandOver && state.withLock({ $0.linkUp }) {
+            if requestTakeover() {
+                engine.logger.notice("the primary handed over: every write it acknowledged is here")
+            } else {
+                engine.logger.warning("the primary did not hand over within \(Replication.takeoverTimeoutMilliseconds) ms; promoted with the writes received so far")
+            }
+        }
         let latest = engine.database.latestSequenceNumber
         state.withLock { s in
             s.role = .primary

@@ -6,7 +6,8 @@ public import RESP
 /// Primary to replica: `SNAPSHOT total-bytes file-count`, then `FILE name chunk` (a file's
 /// bytes in order, in chunks) and `SYNCED` (a full sync's files are complete); `BATCH
 /// sequence bytes` (one WAL write batch, RocksDB's serialized form); `PING` (once a second,
-/// so an idle link is known alive); `TAKEOVER-READY sequence` (see `REPLCONF TAKEOVER`).
+/// so an idle link is known alive); `TAKEOVER-READY sequence` (see Takeover.swift); `PROMOTE`
+/// (FAILOVER chose this replica: it asks to take over).
 /// Replica to primary: `REPLCONF ACK sequence` (the last sequence number it applied) and
 /// `REPLCONF TAKEOVER`.
 public enum ReplicationFrame {
@@ -45,6 +46,11 @@ public enum ReplicationFrame {
         out.arrayHeader(2)
         out.bulk("TAKEOVER-READY")
         out.bulk(String(sequence))
+    }
+
+    public static func promote(into out: inout RESPWriter) {
+        out.arrayHeader(1)
+        out.bulk("PROMOTE")
     }
 
     public static func ack(_ sequence: UInt64, into out: inout RESPWriter) {
