@@ -17,6 +17,7 @@ extension Engine {
     func install(_ opened: (Database, [String: Family], Family), sessions: [Session]) {
         let (db, families, defaultFamily) = opened
         database = db
+        walKept.store(Replication.keepsWAL(dir: configuration.dir, configuration: configuration), ordering: .relaxed)
         self.families.withLock { $0 = families }
         self.defaultFamily = defaultFamily
         for s in sessions {

@@ -62,6 +62,8 @@ public final class Engine: @unchecked Sendable {
     /// Held while a column family is created or dropped, so families are created in one order
     /// (a replica replays them in that order: see BatchApplier.swift).
     let familyChanges = Mutex<Void>(())
+    /// The open database keeps its flushed WAL for replicas (`Replication.keepsWAL`).
+    public let walKept = Atomic<Bool>(false)
 
     /// Opens (creating if needed) the database in `configuration.dir`.
     public init(configuration: Configuration, logger: Logger) throws {
@@ -85,6 +87,7 @@ public final class Engine: @unchecked Sendable {
         self.database = db
         self.families = Mutex(families)
         self.defaultFamily = defaultFamily
+        walKept.store(Replication.keepsWAL(dir: configuration.dir, configuration: configuration), ordering: .relaxed)
         if readOnly { diskGuard.openedReadOnly() }
         diskGuard.poll(self)
         Replication.removeLeftoverCheckpoints(in: configuration.dir)
@@ -110,9 +113,6 @@ public final class Engine: @unchecked Sendable {
         // next line logged (RocksDB logs its own disk-full error) aborts Debian's librocksdb
         // (assertions on). Only fatal messages go there; Cairn's log says what happened.
         o.infoLogLevel = .fatal
-        // Flushed WAL is kept for replicas that were away (Replication/WALFeed.swift).
-        o.walTTLSeconds = UInt64(max(0, c.replBacklogTTL))
-        o.walSizeLimitMB = UInt64(max(1, c.replBacklogSize >> 20))
         return o
     }
 
@@ -142,6 +142,11 @@ public final class Engine: @unchecked Sendable {
         try refuseHalfADatabase(c.dir)
         var options = databaseOptions(c)
         options.readOnly = readOnly
+        if Replication.keepsWAL(dir: c.dir, configuration: c) {
+            // Flushed WAL is kept for replicas that were away (Replication/WALFeed.swift).
+            options.walTTLSeconds = UInt64(max(0, c.replBacklogTTL))
+            options.walSizeLimitMB = UInt64(max(1, c.replBacklogSize >> 20))
+        }
         let liveness = CollectionLiveness()
         let db = try Database.open(at: c.dir, options: options) { familyOptions($0, stats: stats, liveness: liveness) }
         let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)

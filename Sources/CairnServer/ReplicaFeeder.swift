@@ -43,6 +43,7 @@ final class ReplicaFeeder: @unchecked Sendable {
     private var name: String { "replica \(record.address) (client \(record.id))" }
 
     private func run() {
+        engine.replication.keepWAL(engine)
         let generation = engine.replication.feedGeneration
         let host = handOff.announcedIP.isEmpty ? String(record.address.split(separator: ":").dropLast().joined(separator: ":")) : handOff.announcedIP
         engine.replication.replicaConnected(.init(

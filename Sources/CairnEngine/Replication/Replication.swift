@@ -85,6 +85,8 @@ public final class Replication: Sendable {
     static let noID = String(repeating: "0", count: 40)
 
     let state: Mutex<State>
+    /// This server takes part in replication, so its WAL is kept for replicas (`keepsWAL`).
+    let walWanted = Atomic<Bool>(false)
     /// Whether writes from clients are refused (`-READONLY`): a replica with `replica-read-only`.
     let readOnly = Atomic<Bool>(false)
     /// WAIT's callers, woken when a replica acknowledges.
@@ -148,6 +150,7 @@ public final class Replication: Sendable {
                 if words[0] == "id", words[1].utf8.count == 40 { saved = String(words[1]) }
                 if words[0] == "clean-at" { cleanAt = UInt64(words[1]) }
                 if words[0] == "role" { wasReplica = words[1] == "replica" }
+                if words[0] == "keep-wal" && words[1] == "yes" { walWanted.store(true, ordering: .relaxed) }
             }
         }
         state.withLock { s in
@@ -169,8 +172,31 @@ public final class Replication: Sendable {
     func save(dir: String, cleanAt: UInt64?) {
         let (id, replica) = state.withLock { ($0.id, $0.role != .primary) }
         var text = "id \(id)\nrole \(replica ? "replica" : "primary")\n"
+        if walWanted.load(ordering: .relaxed) { text += "keep-wal yes\n" }
         if let cleanAt { text += "clean-at \(cleanAt)\n" }
         _ = writeFileAtomically(Replication.filePath(dir), text)
+    }
+
+    /// Whether the database in `dir` is opened keeping its flushed WAL (`repl-backlog-ttl`,
+    /// `repl-backlog-size`): once a server has had a replica or followed a primary (recorded in
+    /// the REPLICATION file). A server that never replicates keeps none, so it costs no disk.
+    static func keepsWAL(dir: String, configuration: Configuration) -> Bool {
+        if !configuration.replicaof.isEmpty { return true }
+        guard let bytes = readFile(filePath(dir)) else { return false }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").contains("keep-wal yes")
+    }
+
+    /// Before a replica is fed: from now on the WAL is kept for replicas. The first time, the
+    /// database is reopened with the WAL kept (clients wait a moment), since RocksDB sets that
+    /// only at open.
+    public func keepWAL(_ engine: Engine) {
+        guard !walWanted.exchange(true, ordering: .relaxed) || !engine.walKept.load(ordering: .relaxed) else { return }
+        save(dir: engine.configuration.dir, cleanAt: nil)
+        guard !engine.walKept.load(ordering: .relaxed), let hooks = engine.hooks else { return }
+        engine.logger.notice("a replica connected: reopening the database to keep its WAL for replicas (repl-backlog-ttl \(engine.configuration.replBacklogTTL) s, repl-backlog-size \(engine.configuration.replBacklogSize >> 20) MB)")
+        hooks.withClientsPaused { sessions in
+            _ = engine.reopenForWriting(sessions: sessions, why: "keeping the WAL for replicas")
+        }
     }
 
     /// `replicaof`'s `host port`, or nil for none.

@@ -168,6 +168,9 @@ extension Replication {
         }
         readOnly.store(engine.configuration.replicaReadOnly, ordering: .relaxed)
         try? engine.update { (c: inout Configuration) throws(CommandError) in c.replicaof = "\(host) \(port)" }
+        // Its first full sync reopens the database keeping the WAL, for its own replicas later.
+        walWanted.store(true, ordering: .relaxed)
+        save(dir: engine.configuration.dir, cleanAt: nil)
         engine.hooks?.replicationChanged()
     }
 
