@@ -359,3 +359,34 @@ def test_failover_hands_the_primary_role_to_a_replica_losing_no_write(servers):
     primary.client().set("back", 1)
     wait_until(lambda: caught_up(primary, a))
     assert a.client().get("back") == b"1"
+
+
+def test_masterauth_and_client_kill_by_type(servers):
+    primary = servers("--requirepass", "s3cret")
+    replica = servers("--set", "masterauth=wrong")
+    rc = replica.client()
+    rc.execute_command("REPLICAOF", "127.0.0.1", primary.port)
+    wait_until(lambda: "masterauth" in open(os.path.join(replica.directory, "cairnd.log"), errors="replace").read(),
+               what="the refused AUTH to be logged")
+    assert info(replica)["master_link_status"] == "down"
+    rc.config_set("masterauth", "s3cret")
+    p = primary.client(password="s3cret")
+    p.set("k", "v")
+    wait_until(lambda: info(replica)["master_link_status"] == "up" and rc.get("k") == b"v", what="the link with the right password")
+    sub = primary.client(password="s3cret").pubsub()
+    sub.subscribe("news")
+    sub.get_message(timeout=1)
+    other = primary.client(password="s3cret")
+    other.ping()
+    with pytest.raises(redis.ResponseError, match="Unknown client type 'bogus'"):
+        p.execute_command("CLIENT", "KILL", "TYPE", "bogus")
+    listed = p.client_list()
+    assert [c["flags"] for c in listed].count("S") == 1 and [c["flags"] for c in listed].count("P") == 1
+    # Sentinel's failover kills normal and pubsub clients; the replica's stream is not one of them.
+    assert p.execute_command("CLIENT", "KILL", "TYPE", "normal") == 1
+    assert p.execute_command("CLIENT", "KILL", "TYPE", "pubsub") == 1
+    p.set("k", "after")
+    wait_until(lambda: rc.get("k") == b"after", what="the stream to carry on")
+    assert p.execute_command("CLIENT", "KILL", "TYPE", "replica") == 1
+    wait_until(lambda: info(replica)["master_link_status"] == "up" and p.info("stats")["sync_partial_ok"] >= 1,
+               what="the replica to reconnect")
