@@ -63,6 +63,7 @@ def lag_probe(primary, replica, stop_event, lags_ms, lags_seq):
         while replica.get("lag:probe") != value.encode():
             if time.perf_counter() - written > 30:
                 break
+            time.sleep(0.0005)
         lags_ms.append((time.perf_counter() - written) * 1000)
         lags_seq.append(primary.info("replication")["master_repl_offset"] - replica.info("replication")["master_repl_offset"])
         time.sleep(0.02)

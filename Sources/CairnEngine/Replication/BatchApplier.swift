@@ -1,4 +1,7 @@
 import Rocks
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A replica writes its primary's batches here, in order, each as RocksDB serialized it.
 ///
@@ -91,15 +94,22 @@ enum FamilyEvents {
         return (created, dropped)
     }
 
+    /// Whether `needle` occurs in `data`: memchr for its first byte, then a compare (every
+    /// replicated batch is checked, so this must be quick).
     private static func contains(_ data: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard data.count >= needle.count else { return false }
-        let first = needle[0]
-        var i = 12
-        while i + needle.count <= data.count {
-            if data[i] == first && data[i..<i + needle.count].elementsEqual(needle) { return true }
-            i += 1
+        data.withUnsafeBytes { d in
+            needle.withUnsafeBytes { n in
+                guard let base = d.baseAddress, d.count >= n.count else { return false }
+                var at = 0
+                while at + n.count <= d.count {
+                    guard let hit = memchr(base + at, Int32(n[0]), d.count - n.count + 1 - at) else { return false }
+                    let offset = base.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(base + offset, n.baseAddress!, n.count) == 0 { return true }
+                    at = offset + 1
+                }
+                return false
+            }
         }
-        return false
     }
 }
 
