@@ -28,11 +28,25 @@ final class PrimaryLink: @unchecked Sendable {
 
     private var current: Bool { engine.replication.target(ifGeneration: generation) != nil && !engine.replication.isStopped }
 
+    /// A full sync that failed (the replica's old data is intact).
+    struct FullSyncFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Full syncs that failed in a row (reset by one that succeeds).
+    private var fullSyncFailures = 0
+
     private func run() {
         var lastError = ""
         while let (host, port) = engine.replication.target(ifGeneration: generation), !engine.replication.isStopped {
+            var delaySeconds = 1
             do {
                 try follow(host: host, port: port)
+            } catch let error as FullSyncFailed {
+                // Each attempt copies the whole data set: back off, and say so every time.
+                fullSyncFailures += 1
+                delaySeconds = min(60, 1 << min(fullSyncFailures, 6))
+                logger.error("replication link to \(host):\(port): full sync failed \(fullSyncFailures) time(s) in a row (\(error)); the old data is kept; next attempt in \(delaySeconds) s")
             } catch {
                 let text = "\(error)"
                 // The same failure each second is logged once, not every retry.
@@ -41,7 +55,7 @@ final class PrimaryLink: @unchecked Sendable {
             }
             engine.replication.noteLink(up: false)
             engine.replication.noteSync(inProgress: false)
-            for _ in 0..<10 where current { usleep(100_000) }
+            for _ in 0..<(10 * delaySeconds) where current { usleep(100_000) }
         }
     }
 
@@ -140,10 +154,10 @@ final class PrimaryLink: @unchecked Sendable {
             }
         } catch {
             engine.replication.noteSyncFailure("\(failure ?? error)")
-            logger.error("replication link to \(host):\(port): full sync failed; the old data is kept: \(failure ?? error)")
-            throw failure ?? error
+            throw FullSyncFailed(description: "\(failure ?? error)")
         }
         engine.replication.fullSyncDone()
+        fullSyncFailures = 0
         engine.replication.noteSync(inProgress: false)
         engine.replication.noteSyncFailure("")
         logger.notice("replication link to \(host):\(port): full sync done in \(Clock.milliseconds() - started) ms (\(received >> 20) MB), at sequence \(latest)")

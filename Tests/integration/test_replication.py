@@ -390,3 +390,24 @@ def test_masterauth_and_client_kill_by_type(servers):
     assert p.execute_command("CLIENT", "KILL", "TYPE", "replica") == 1
     wait_until(lambda: info(replica)["master_link_status"] == "up" and p.info("stats")["sync_partial_ok"] >= 1,
                what="the replica to reconnect")
+
+
+@pytest.mark.parametrize("tmpfs_dir", ["48m"], indirect=True)
+def test_a_full_sync_that_does_not_fit_keeps_the_old_data_and_says_why(servers, tmpfs_dir):
+    primary = servers()
+    p = primary.client()
+    for i in range(8):
+        p.mset({f"big:{i}:{j}": os.urandom(100_000) for j in range(100)})  # ~80 MB
+    replica = Cairnd(["--set", "min-free-disk=1mb"], directory=tmpfs_dir)
+    try:
+        r = replica.client()
+        r.set("old", "data")
+        r.execute_command("REPLICAOF", "127.0.0.1", primary.port)
+        wait_until(lambda: "not enough free space" in info(replica).get("master_last_sync_error", ""), what="the failure in INFO")
+        assert info(replica)["master_link_status"] == "down" and info(replica)["master_sync_in_progress"] == 0
+        assert r.get("old") == b"data" and r.dbsize() == 1
+        log = open(os.path.join(tmpfs_dir, "cairnd.log"), errors="replace").read()
+        assert "full sync failed 1 time(s) in a row" in log and "the old data is kept" in log
+        assert not os.path.exists(os.path.join(tmpfs_dir, "data", "restore-staging"))
+    finally:
+        replica.stop()
