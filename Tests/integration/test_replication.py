@@ -411,3 +411,25 @@ def test_a_full_sync_that_does_not_fit_keeps_the_old_data_and_says_why(servers, 
         assert not os.path.exists(os.path.join(tmpfs_dir, "data", "restore-staging"))
     finally:
         replica.stop()
+
+
+def test_a_stalled_replica_never_slows_the_primarys_clients(servers):
+    primary = servers("--set", "repl-timeout=3")
+    replica = servers()
+    follow(replica, primary)
+    wait_until(lambda: caught_up(primary, replica))
+    replica.process.send_signal(signal.SIGSTOP)
+    try:
+        p = primary.client()
+        worst = 0.0
+        for i in range(300):
+            started = time.time()
+            p.set(f"s{i}", os.urandom(50_000))  # 15 MB: more than the socket buffers hold
+            worst = max(worst, time.time() - started)
+        assert worst < 1.0, f"a SET took {worst:.2f} s while the replica was stopped"
+        wait_until(lambda: info(primary)["connected_slaves"] == 0, timeout=15, what="the stalled replica to be dropped")
+    finally:
+        replica.process.send_signal(signal.SIGCONT)
+    wait_until(lambda: caught_up(primary, replica), timeout=30, what="the replica to resume")
+    assert primary.client().info("stats")["sync_partial_ok"] >= 1
+    assert digest(replica) == digest(primary)

@@ -203,6 +203,11 @@ enum ClientCommands {
             guard call[2].isKeyword("ON") || call[2].isKeyword("OFF") else { throw .syntax }
             out.simpleString("OK")
         },
+        Command("client|capa", arity: -3, flags: [.loading, .stale], group: "connection", since: "7.4.0",
+                summary: "Declares what the client can handle; Cairn knows `redirect` and never needs to send it (its replicas answer -READONLY).",
+                arguments: "capability [capability ...]") { _, out throws(CommandError) in
+            out.simpleString("OK")
+        },
         Command("client|pause", arity: -3, flags: [.admin], group: "connection", since: "3.0.0",
                 summary: "Suspends commands of every client (writes only, with WRITE) for a time.", arguments: "timeout [WRITE|ALL]") {
             call, out throws(CommandError) in
