@@ -56,7 +56,7 @@ enum FunctionCommands {
         Command("function|flush", arity: -2, flags: [.write, .long], group: "scripting", since: "7.0.0",
                 summary: "Deletes all libraries and functions.", arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
             if call.count > 3 {
-                throw CommandError("ERR", "unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.")
+                throw CommandError("ERR", "unknown subcommand or wrong number of arguments for '\(call.text(1))'. Try FUNCTION HELP.")
             }
             if call.count == 3 && !call[2].isKeyword("ASYNC") && !call[2].isKeyword("SYNC") {
                 throw CommandError("ERR", "FUNCTION FLUSH only supports SYNC|ASYNC option")
@@ -96,7 +96,7 @@ enum FunctionCommands {
                 summary: "Restores all libraries from a payload.", arguments: "serialized-value [FLUSH|APPEND|REPLACE]") {
             call, out throws(CommandError) in
             if call.count > 4 {
-                throw CommandError("ERR", "unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.")
+                throw CommandError("ERR", "unknown subcommand or wrong number of arguments for '\(call.text(1))'. Try FUNCTION HELP.")
             }
             var policy = Scripting.RestorePolicy.append
             if call.count == 4 {

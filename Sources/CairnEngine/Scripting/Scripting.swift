@@ -217,6 +217,11 @@ final class Scripting: @unchecked Sendable {
         CommandError("BUSY", "Redis is busy running a script. You can only call \(function ? "FUNCTION" : "SCRIPT") KILL or SHUTDOWN NOSAVE.")
     }
 
+    /// Whether `session`'s script is running now (its commands are the script's).
+    func isRunning(for session: Session) -> Bool {
+        runningSince.load(ordering: .acquiring) != 0 && runningSession.load(ordering: .relaxed) == session.id
+    }
+
     /// What runs now, if anything.
     var runningTarget: ScriptTarget? { running.withLock { $0?.target } }
 
