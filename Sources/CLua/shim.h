@@ -1,5 +1,6 @@
 // Lua 5.1 (Debian liblua5.1-0-dev) for Cairn's scripting, plus Debian's cjson and bit modules
-// (lua-cjson-dev, lua-bitop-dev). Lua's C API is partly macros Swift cannot import; the static
+// (lua-cjson-dev, lua-bitop-dev) and Cairn's own cmsgpack and struct (cmsgpack.h, struct.h:
+// Debian has no Lua 5.1 packages of them). Lua's C API is partly macros Swift cannot import; the static
 // inline wrappers below stand in for them. The allocator with a byte budget, the kill hook and
 // the trampoline that raises errors for Swift callbacks live here too: lua_error longjmps, and
 // a longjmp must never cross a Swift frame.
@@ -12,6 +13,9 @@
 
 extern int luaopen_cjson(lua_State *L);
 extern int luaopen_bit(lua_State *L);
+
+#include "cmsgpack.h"
+#include "struct.h"
 
 /// What one Lua state may use and whether its running script must stop. Read by the allocator
 /// and the hook (C), written by Swift: `killRequested` from another thread (SCRIPT KILL).
@@ -134,6 +138,8 @@ static inline void cairn_lua_open_standard(lua_State *L) {
     cairn_lua_open(L, luaopen_debug, LUA_DBLIBNAME);
     cairn_lua_open(L, luaopen_cjson, "cjson");
     cairn_lua_open(L, luaopen_bit, "bit");
+    cairn_lua_open(L, cairn_luaopen_cmsgpack, "cmsgpack");
+    cairn_lua_open(L, cairn_luaopen_struct, "struct");
 }
 
 // Macros of lua.h as functions.

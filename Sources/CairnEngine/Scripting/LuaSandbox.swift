@@ -107,7 +107,7 @@ enum LuaSandbox {
       protected[proxy] = true
       return proxy
     end
-    for _, lib in ipairs({'string', 'table', 'math', 'cjson', 'bit', 'redis'}) do
+    for _, lib in ipairs({'string', 'table', 'math', 'cjson', 'bit', 'cmsgpack', 'struct', 'redis'}) do
       if real[lib] then real[lib] = protect(real[lib]) end
     end
     real.rawset = function(t, k, v)
