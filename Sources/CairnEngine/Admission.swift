@@ -81,7 +81,10 @@ extension Engine {
         if spike {
             stats.latency.note(command.flags.contains(.fast) ? "fast-command" : "command", milliseconds: microseconds / 1000, now: now / 1000)
         }
-        if watched { for r in requests { monitors.feed(r, session: session, at: now - Int64(microseconds)) } }
+        if watched {
+            let byScript = scripting.isRunning(for: session)
+            for r in requests { monitors.feed(r, session: session, at: now - Int64(microseconds), byScript: byScript) }
+        }
     }
 
     /// Counts a request refused before it ran in its command's `rejected_calls`.
