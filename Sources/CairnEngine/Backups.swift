@@ -276,6 +276,10 @@ extension Engine {
     /// Swaps the database for the staged one (`RestoreJournal.stage` ran): `what` names it in
     /// the log and errors ("backup 3", "the primary's copy").
     func reopen(swappingIn what: String, sessions: [Session]) throws(CommandError) {
+        try replication.excludingReplication { () throws(CommandError) in try reopenAlone(swappingIn: what, sessions: sessions) }
+    }
+
+    private func reopenAlone(swappingIn what: String, sessions: [Session]) throws(CommandError) {
         detachForSwap(sessions)
         let old = database
         do {

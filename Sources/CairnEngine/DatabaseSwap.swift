@@ -5,7 +5,6 @@ extension Engine {
     /// client paused: closes the sessions' snapshots and iterators (their next use gets a clear
     /// error), moves every key-lock version so WATCHed transactions abort, forgets SCAN cursors.
     func detachForSwap(_ sessions: [Session]) {
-        replication.endFeedsForSwap()
         for s in sessions { closeHandlesForRestore(s) }
         locks.withAll {}
         scanCursors.clear()
@@ -35,6 +34,10 @@ extension Engine {
     /// they are closed (their next use gets a clear error), SCAN cursors are forgotten and
     /// WATCHed transactions abort, as after an online restore.
     func reopenForWriting(sessions: [Session], why: String) -> Bool {
+        replication.excludingReplication { reopenForWritingAlone(sessions: sessions, why: why) }
+    }
+
+    private func reopenForWritingAlone(sessions: [Session], why: String) -> Bool {
         detachForSwap(sessions)
         do {
             try database.close()

@@ -433,3 +433,25 @@ def test_a_stalled_replica_never_slows_the_primarys_clients(servers):
     wait_until(lambda: caught_up(primary, replica), timeout=30, what="the replica to resume")
     assert primary.client().info("stats")["sync_partial_ok"] >= 1
     assert digest(replica) == digest(primary)
+
+
+def test_functions_loaded_on_the_primary_run_on_its_replicas(servers):
+    primary = servers()
+    replica = servers()
+    follow(replica, primary)
+    p = primary.client()
+    code = "#!lua name=lib\nredis.register_function{function_name='getit', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}"
+    p.function_load(code)
+    p.set("k", "v")
+    wait_until(lambda: caught_up(primary, replica))
+    r = replica.client()
+    assert r.fcall_ro("getit", 1, "k") == b"v"
+    p.function_load(code.replace("GET", "STRLEN"), replace=True)
+    wait_until(lambda: caught_up(primary, replica))
+    assert r.fcall_ro("getit", 1, "k") == 1
+    p.function_delete("lib")
+    wait_until(lambda: caught_up(primary, replica))
+    with pytest.raises(redis.ResponseError, match="Function not found"):
+        r.fcall_ro("getit", 1, "k")
+    with pytest.raises(redis.ReadOnlyError):
+        r.function_load(code)

@@ -13,7 +13,8 @@ import Glibc
 /// Column families are created and dropped outside the WAL, but CF.CREATE and CF.DROP record
 /// the family in the `cairn.meta` family (`family:NAME`) in the same order, so a batch that
 /// puts such a key creates the family on the replica first, and one that deletes it drops the
-/// family after. CF.CREATE and CF.DROP are serialised on the primary (`Engine.familyChanges`),
+/// family first too (the primary dropped it before writing that batch). A crash between the
+/// family change and the write repeats the batch at restart, and the change is idempotent. CF.CREATE and CF.DROP are serialised on the primary (`Engine.familyChanges`),
 /// so both sides create families in the same order and RocksDB gives them the same ids, which
 /// is how serialized batches name them.
 extension Replication {
@@ -50,9 +51,13 @@ extension Replication {
         guard sequence == latest + 1 else { throw .outOfOrder(expected: latest + 1, got: sequence) }
         let events = FamilyEvents.find(in: data, metaID: metaFamilyID(database))
         do {
+            // Before the write, so the offset never shows a batch whose family change is not
+            // done yet. A dropped family: the primary dropped it before writing this batch, so
+            // nothing here or later names it.
             for name in events.created { try engine.createReplicatedFamily(name.name, mergeOperator: name.merge) }
-            try database.write(serializedBatch: data, options: engine.writeOptions)
             for name in events.dropped { try engine.dropReplicatedFamily(name) }
+            try database.write(serializedBatch: data, options: engine.writeOptions)
+            if events.functionsChanged { engine.scripting.librariesChanged() }
         } catch {
             if let e = error as? StorageError { engine.diskGuard.noteFailure(e, engine: engine) }
             throw .storage("writing the batch at sequence \(sequence) failed: \(error)")
@@ -71,19 +76,25 @@ extension Replication {
 }
 
 /// Families a serialized batch creates or drops: its puts and deletes of `family:NAME` in the
-/// meta family.
+/// meta family; and whether it changes function libraries (`function:NAME` there).
 enum FamilyEvents {
     struct Created { var name: String; var merge: String? }
 
     static let marker = Array("family:".utf8)
 
-    static func find(in data: [UInt8], metaID: UInt32?) -> (created: [Created], dropped: [String]) {
-        guard let metaID, contains(data, marker) else { return ([], []) }
+    static func find(in data: [UInt8], metaID: UInt32?) -> (created: [Created], dropped: [String], functionsChanged: Bool) {
+        guard let metaID else { return ([], [], false) }
+        let families = contains(data, marker)
+        let functions = contains(data, Scripting.libraryKeyPrefix)
+        guard families || functions else { return ([], [], false) }
         var created: [Created] = []
         var dropped: [String] = []
+        var functionsChanged = false
         var reader = BatchReader(data)
         while let record = reader.next() {
-            guard record.family == metaID, record.key.starts(with: marker) else { continue }
+            guard record.family == metaID else { continue }
+            if record.key.starts(with: Scripting.libraryKeyPrefix) { functionsChanged = true }
+            guard record.key.starts(with: marker) else { continue }
             let name = String(decoding: record.key.dropFirst(marker.count), as: UTF8.self)
             switch record.kind {
             case .put: created.append(Created(name: name, merge: record.value.isEmpty ? nil : String(decoding: record.value, as: UTF8.self)))
@@ -91,7 +102,7 @@ enum FamilyEvents {
             case .other: break
             }
         }
-        return (created, dropped)
+        return (created, dropped, functionsChanged)
     }
 
     /// Whether `needle` occurs in `data`: memchr for its first byte, then a compare (every

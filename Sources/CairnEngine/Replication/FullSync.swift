@@ -30,7 +30,11 @@ extension Replication {
         }
         let directory = engine.configuration.dir + "/" + Replication.checkpointPrefix + String(n)
         removeTree(directory)
-        try engine.storage("checkpoint for a replica") { try engine.database.checkpoint(to: directory) }
+        // Under the feed lock: the database is not swapped or closed meanwhile.
+        try feedLock.withLock { (_: inout [ObjectIdentifier: WALFeed]) throws(CommandError) in
+            guard !isStopped else { throw CommandError("ERR", "the server is stopping") }
+            try engine.storage("checkpoint for a replica") { try engine.database.checkpoint(to: directory) }
+        }
         var files: [SyncCheckpoint.File] = []
         do {
             for name in try listFiles(directory).sorted() {

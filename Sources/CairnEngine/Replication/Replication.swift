@@ -119,15 +119,34 @@ public final class Replication: Sendable {
     public var generation: Int { state.withLock { $0.generation } }
     public var isReplica: Bool { role != .primary }
     public var replicationID: String { state.withLock { $0.id } }
-    /// Closed at shutdown: no batch is applied after.
+    /// Held while a batch is applied; true once the server stops (no batch is applied after).
     let applyGate = Mutex<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
 
-    public var isStopped: Bool { applyGate.withLock { $0 } }
+    public var isStopped: Bool { stopped.load(ordering: .relaxed) }
 
     /// At shutdown, before the database closes: no more batches are applied or WAL read.
     public func stop() {
+        stopped.store(true, ordering: .relaxed)
         applyGate.withLock { $0 = true }
-        endFeedsForSwap()
+        feedLock.withLock { feeds in endFeeds(feeds) }
+    }
+
+    /// Runs `body` (which closes and replaces the database) while no batch is being applied and
+    /// no replica's feed reads the WAL or makes a checkpoint; every feed ends (its replica
+    /// reconnects), its WAL iterator freed while the old database is still open.
+    func excludingReplication<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        try applyGate.withLock { (_: inout Bool) throws(E) -> R in
+            try feedLock.withLock { (feeds: inout [ObjectIdentifier: WALFeed]) throws(E) -> R in
+                endFeeds(feeds)
+                return try body()
+            }
+        }
+    }
+
+    private func endFeeds(_ feeds: [ObjectIdentifier: WALFeed]) {
+        for feed in feeds.values { feed.end() }
+        state.withLock { $0.feedGeneration += 1 }
     }
 
     // MARK: the REPLICATION file

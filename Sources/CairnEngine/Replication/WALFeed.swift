@@ -18,7 +18,13 @@ public final class WALFeed: @unchecked Sendable {
     public private(set) var next: UInt64
     private var iterator: WALIterator?
     /// The database was swapped: this history ended for the replica.
-    var stale = false
+    private var stale = false
+
+    /// Under `feedLock`, before the database closes: frees the iterator, ends the feed.
+    func end() {
+        stale = true
+        iterator = nil
+    }
 
     public struct Ended: Error, CustomStringConvertible {
         public let description: String
@@ -76,15 +82,6 @@ public final class WALFeed: @unchecked Sendable {
 }
 
 extension Replication {
-    /// Before the database is closed for a swap: ends every feed (their replicas reconnect)
-    /// and frees their iterators while the database is still open.
-    func endFeedsForSwap() {
-        feedLock.withLock { feeds in
-            for feed in feeds.values { feed.stale = true }
-        }
-        state.withLock { $0.feedGeneration += 1 }
-    }
-
     /// Whether the WAL still holds every batch from `sequence` on (a partial sync can start there).
     func walReaches(back sequence: UInt64, in database: Database) -> Bool {
         let latest = database.latestSequenceNumber

@@ -64,6 +64,12 @@ extension Scripting {
         return set
     }
 
+    /// The stored libraries changed under the Lua state (a replica applied its primary's
+    /// FUNCTION LOAD or DELETE): they are read and run again on next use.
+    func librariesChanged() {
+        libraries.withLock { $0.loaded = false }
+    }
+
     private func publish(_ set: LibrarySet, from database: Database) {
         libraries.withLock { $0 = LoadedLibraries(set: set, database: database, loaded: true) }
     }
