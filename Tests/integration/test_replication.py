@@ -455,3 +455,23 @@ def test_functions_loaded_on_the_primary_run_on_its_replicas(servers):
         r.fcall_ro("getit", 1, "k")
     with pytest.raises(redis.ReadOnlyError):
         r.function_load(code)
+
+
+def test_expiry_on_a_replica_follows_the_primary(servers):
+    primary = servers()
+    replica = servers()
+    follow(replica, primary)
+    p, r = primary.client(), replica.client()
+    p.set("short", "v", px=300)
+    p.set("long", "v", ex=3600)
+    wait_until(lambda: caught_up(primary, replica))
+    assert r.get("short") == b"v" and 0 < r.pttl("short") <= 300
+    time.sleep(0.4)
+    # Expired: read as missing on the replica at once, deleted there only by the primary's delete.
+    assert r.get("short") is None and r.exists("short") == 0
+    assert r.info("stats")["expired_keys"] == 0
+    wait_until(lambda: p.info("stats")["expired_keys"] >= 1, timeout=10, what="the primary to expire the key")
+    wait_until(lambda: caught_up(primary, replica))
+    assert r.info("stats")["expired_keys"] == 0
+    assert r.ttl("long") > 3500
+    assert digest(replica) == digest(primary)
