@@ -56,5 +56,6 @@ public struct CommandTable: Sendable {
         ScriptingCommands.all,
         DiagnosticCommands.all,
         MemoryCommands.all,
+        DumpCommands.all,
     ])
 }
