@@ -264,3 +264,65 @@ def test_restore_inside_multi_and_blocked_pop(server, rs):
     pipe.dump("l")
     assert pipe.execute() == [b"OK", [b"x", b"y"], c.dump("l")]
     c.close()
+
+
+def test_migrate_between_cairn_servers(fresh_server):
+    a, b = fresh_server(), fresh_server()
+    ca, cb = a.client(), b.client()
+    fill(ca)
+    ca.expire("str", 500)
+    before = snapshot(ca, KEYS)
+    assert ca.migrate("127.0.0.1", b.port, "str", 0, 5000) == b"OK"
+    assert ca.exists("str") == 0 and cb.get("str") == b"hello world"
+    assert 400 < cb.ttl("str") <= 500
+    rest = [k for k in KEYS if k != "str"]
+    assert ca.execute_command("MIGRATE", "127.0.0.1", b.port, "", 0, 5000, "KEYS", *rest, "missing") == b"OK"
+    assert ca.dbsize() == 0
+    assert snapshot(cb, KEYS) == before
+    # COPY keeps the source; without REPLACE an existing target key is an error.
+    ca.set("c", "1")
+    assert ca.execute_command("MIGRATE", "127.0.0.1", b.port, "c", 0, 5000, "COPY") == b"OK"
+    assert ca.get("c") == b"1" and cb.get("c") == b"1"
+    ca.set("c", "2")
+    with pytest.raises(redis.ResponseError, match="^Target instance replied with error: BUSYKEY Target key name already exists.$"):
+        ca.execute_command("MIGRATE", "127.0.0.1", b.port, "c", 0, 5000)
+    assert ca.get("c") == b"2", "a refused key stays"
+    assert ca.execute_command("MIGRATE", "127.0.0.1", b.port, "c", 0, 5000, "REPLACE") == b"OK"
+    assert cb.get("c") == b"2" and ca.exists("c") == 0
+    # Only db 0 exists in Cairn: the target's SELECT error comes back.
+    ca.set("d", "1")
+    with pytest.raises(redis.ResponseError, match="^Target instance replied with error: "):
+        ca.execute_command("MIGRATE", "127.0.0.1", b.port, "d", 1, 5000)
+
+
+def test_migrate_to_redis_with_auth_and_errors(fresh_server, rs, redis_server):
+    a = fresh_server()
+    ca = a.client()
+    fill(ca, big=True)
+    before = snapshot(ca, KEYS)
+    rs.config_set("requirepass", "sesame")
+    try:
+        with pytest.raises(redis.ResponseError, match="^Target instance replied with error: NOAUTH"):
+            ca.execute_command("MIGRATE", "127.0.0.1", redis_server.port, "", 0, 5000, "KEYS", *KEYS)
+        assert ca.dbsize() == len(KEYS), "nothing moved"
+        assert ca.execute_command("MIGRATE", "127.0.0.1", redis_server.port, "", 0, 5000,
+                                  "AUTH", "sesame", "KEYS", *KEYS) == b"OK"
+        authed = redis_server.client(password="sesame")
+        assert snapshot(authed, KEYS) == before
+        ca.set("x", "1")
+        assert ca.execute_command("MIGRATE", "127.0.0.1", redis_server.port, "x", 0, 5000,
+                                  "AUTH2", "default", "sesame") == b"OK"
+        assert authed.get("x") == b"1"
+    finally:
+        redis_server.client(password="sesame").config_set("requirepass", "")
+    assert ca.execute_command("MIGRATE", "127.0.0.1", redis_server.port, "nokey", 0, 100) == b"NOKEY"
+    ca.set("k", "v")
+    with pytest.raises(redis.ResponseError, match="^IOERR error or timeout writing to target instance$"):
+        ca.execute_command("MIGRATE", "127.0.0.1", free_port(), "k", 0, 100)
+    with pytest.raises(redis.ResponseError, match="^When using MIGRATE KEYS option, the key argument must be set to the empty string$"):
+        ca.execute_command("MIGRATE", "127.0.0.1", redis_server.port, "k", 0, 100, "KEYS", "k")
+    with pytest.raises(redis.ResponseError, match="^syntax error$"):
+        ca.execute_command("MIGRATE", "127.0.0.1", redis_server.port, "k", 0, 100, "BOGUS")
+    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+        ca.execute_command("MIGRATE", "127.0.0.1", redis_server.port, "k", "x", 100)
+    assert ca.get("k") == b"v"

@@ -14,6 +14,7 @@ enum DumpCommands {
         Command("restore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "generic", since: "2.6.0",
                 summary: "Creates a key from the serialized representation of a value.",
                 arguments: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", handler: restore),
+        MigrateCommand.command,
     ]
 
     static func dump(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
