@@ -326,3 +326,107 @@ def test_migrate_to_redis_with_auth_and_errors(fresh_server, rs, redis_server):
     with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
         ca.execute_command("MIGRATE", "127.0.0.1", redis_server.port, "k", "x", 100)
     assert ca.get("k") == b"v"
+
+
+# cairn-cli migrate: a live Redis copied into Cairn.
+
+def load_redis(c, n_strings=90_000, n_each=2_500):
+    p = c.pipeline(transaction=False)
+    for i in range(n_strings):
+        if i % 3 == 0:
+            p.set(f"s:{i}", f"value-{i}", ex=3600 + i % 100)
+        elif i % 3 == 1:
+            p.set(f"s:{i}", i)
+        else:
+            p.set(f"s:{i}", "x" * (30 + i % 50))
+        if i % 5000 == 4999:
+            p.execute()
+    for i in range(n_each):
+        size = 200 if i % 500 == 0 else 5  # a few big encodings among the listpacks
+        p.hset(f"h:{i}", mapping={f"f{j}": j for j in range(size)})
+        p.sadd(f"set:{i}", *(range(size) if i % 2 else [f"m{j}" for j in range(size)]))
+        p.zadd(f"z:{i}", {f"m{j}": j / 3 for j in range(size)})
+        p.rpush(f"l:{i}", *[f"e{j}" for j in range(size)])
+        if i % 7 == 0:
+            p.expire(f"h:{i}", 7200)
+        if i % 1000 == 999:
+            p.execute()
+    p.execute()
+
+
+def all_data(c):
+    out = {}
+    keys = sorted(c.scan_iter(count=5000))
+    p = c.pipeline(transaction=False)
+    for k in keys:
+        p.type(k)
+    types = p.execute()
+    for k, t in zip(keys, types):
+        t = t.decode()
+        if t == "string":
+            p.get(k)
+        elif t == "hash":
+            p.hgetall(k)
+        elif t == "set":
+            p.smembers(k)
+        elif t == "zset":
+            p.zrange(k, 0, -1, withscores=True)
+        else:
+            p.lrange(k, 0, -1)
+        p.ttl(k)
+    values = p.execute()
+    for i, k in enumerate(keys):
+        v, ttl = values[2 * i], values[2 * i + 1]
+        v = [tuple(e) for e in v] if isinstance(v, list) and v and isinstance(v[0], (list, tuple)) else v
+        out[k] = (v, ttl > 0)
+    return out
+
+
+def cli_run(*args, timeout=600):
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, timeout=timeout)
+
+
+def test_cli_migrate_copies_a_100k_key_redis(fresh_server, redis_server, rs):
+    load_redis(rs)
+    assert rs.dbsize() == 100_000
+    target = fresh_server()
+    result = cli_run("-p", target.port, "migrate", "--from", f"redis://127.0.0.1:{redis_server.port}", "--batch", 1000)
+    err = result.stderr.decode()
+    assert result.returncode == 0, err
+    assert "copied 100000 keys" in err and "DBSIZE source 100000, target 100000" in err
+    assert "copied " in err.splitlines()[0], "plain progress lines when stderr is not a terminal"
+    c = target.client()
+    assert c.dbsize() == 100_000
+    assert all_data(c) == all_data(rs)
+    assert 3000 < c.ttl("s:0") <= 3700 and c.ttl("s:1") == -1
+
+
+def test_cli_migrate_count_check_and_errors(fresh_server, redis_server, rs):
+    rs.set("a", "1")
+    rs.set("b", "2")
+    target = fresh_server()
+    c = target.client()
+    c.set("extra", "x")
+    result = cli_run("-p", target.port, "migrate", "--from", f"redis://127.0.0.1:{redis_server.port}")
+    assert result.returncode == 1 and b"FAILED: the key counts differ" in result.stderr
+    assert c.get("a") == b"1"
+    # Cairn to Redis with --to, and credentials in the address.
+    rs.flushall()
+    rs.config_set("requirepass", "pw")
+    try:
+        result = cli_run("-p", target.port, "migrate", "--from", f"redis://127.0.0.1:{target.port}",
+                         "--to", f"redis://:pw@127.0.0.1:{redis_server.port}")
+        assert result.returncode == 0, result.stderr
+        assert redis_server.client(password="pw").mget("a", "b", "extra") == [b"1", b"2", b"x"]
+        result = cli_run("-p", target.port, "migrate", "--from", f"redis://127.0.0.1:{target.port}",
+                         "--to", f"redis://127.0.0.1:{redis_server.port}")
+        result2 = cli_run("-p", target.port, "migrate", "--from", f"redis://127.0.0.1:{target.port}",
+                          "--to", f"redis://default:wrong@127.0.0.1:{redis_server.port}")
+        assert result2.returncode == 2 and b"the target refused the login: WRONGPASS" in result2.stderr, result2.stderr
+        assert result.returncode == 2 and b"NOAUTH" in result.stderr, result.stderr
+    finally:
+        redis_server.client(password="pw").config_set("requirepass", "")
+    result = cli_run("-p", target.port, "migrate", "--from", f"redis://127.0.0.1:{free_port()}")
+    assert result.returncode == 2 and b"Could not connect to the source" in result.stderr
+    result = cli_run("migrate", "--from", "nonsense:x")
+    assert result.returncode == 64
