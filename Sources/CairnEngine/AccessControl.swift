@@ -512,13 +512,18 @@ public final class Guardrails: Sendable {
 
     /// Why `user` may not run `argv` (of `command`), or nil when it may. Keys come from the
     /// command table's key positions (`Command.keys(in:)`), so every command is covered: a
-    /// write command needs write access to each key it names, any other command read access
-    /// (Redis 7.0 asks per key of its key specs; Cairn's table has no per-key flags).
+    /// write command needs write access to each key it names, any other command read access,
+    /// except the sources of the commands in `readSources`, which are only read. (Redis 7.0
+    /// asks per key of its key specs; Cairn's table has no per-key flags.)
     static func denial(_ command: Command, _ argv: [[UInt8]], user: ACLUser) -> Denial? {
         guard user.mayRun(command) else { return .command }
         if !user.allKeys {
             let write = command.flags.contains(.write)
-            for key in command.keys(in: argv) where !user.mayAccess(key, read: !write, write: write) { return .key(key) }
+            let destination = write ? readSources[command.name] : nil
+            for (i, key) in command.keys(in: argv).enumerated() {
+                let writes = destination.map { $0 == i } ?? write
+                if !user.mayAccess(key, read: !writes, write: writes) { return .key(key) }
+            }
         }
         if !user.allChannels {
             let top = command.name
@@ -533,6 +538,13 @@ public final class Guardrails: Sendable {
         }
         return nil
     }
+
+    /// Write commands that only read all their keys but one: the position (among the
+    /// command's keys) of the one they write.
+    static let readSources: [String: Int] = [
+        "copy": 1, "sunionstore": 0, "sinterstore": 0, "sdiffstore": 0, "zunionstore": 0,
+        "zinterstore": 0, "zdiffstore": 0, "zrangestore": 0, "bitop": 0,
+    ]
 
     static func error(_ denial: Denial, _ command: Command) -> CommandError {
         switch denial {

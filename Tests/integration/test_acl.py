@@ -476,6 +476,14 @@ def test_read_only_and_write_only_patterns(fresh_server):
     assert u.set("w:1", "x") is True
     with pytest.raises(redis.ResponseError, match=KEY_ERROR):
         u.get("w:1")
+    # A source that is only read needs only read access, its destination only write.
+    root.sadd("r:s", "m")
+    assert u.copy("r:1", "w:copy") is True
+    assert u.sunionstore("w:u", "r:s") == 1
+    with pytest.raises(redis.ResponseError, match=KEY_ERROR):
+        u.copy("w:1", "w:2")
+    with pytest.raises(redis.ResponseError, match=KEY_ERROR):
+        u.sunionstore("r:u", "r:s")
 
 
 def test_changes_apply_to_connected_users(limited):

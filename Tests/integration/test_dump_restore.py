@@ -430,3 +430,20 @@ def test_cli_migrate_count_check_and_errors(fresh_server, redis_server, rs):
     assert result.returncode == 2 and b"Could not connect to the source" in result.stderr
     result = cli_run("migrate", "--from", "nonsense:x")
     assert result.returncode == 64
+
+
+def test_restore_wakes_a_blocked_pop(server, rs):
+    import threading
+    rs.rpush("jobs", "from-redis")
+    payload = rs.dump("jobs")
+    c = server.client()
+    c.delete("jobs")
+    got = []
+    t = threading.Thread(target=lambda: got.append(server.client().blpop("jobs", timeout=10)))
+    t.start()
+    deadline = time.time() + 5
+    while c.info("clients")["blocked_clients"] == 0 and time.time() < deadline:
+        time.sleep(0.02)
+    assert c.restore("jobs", 0, payload) == b"OK"
+    t.join(10)
+    assert got == [(b"jobs", b"from-redis")]

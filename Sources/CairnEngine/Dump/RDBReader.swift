@@ -75,7 +75,9 @@ struct RDBReader {
         case 3:
             let compressed = try count()
             let (plain, nested) = try length()
-            guard !nested, plain <= 512 * 1024 * 1024 else { throw Malformed() }
+            // LZF expands at most 264 bytes per 2-3 input bytes: a larger claim is corrupt, and
+            // refusing it keeps a tiny payload from reserving gigabytes.
+            guard !nested, plain <= 512 * 1024 * 1024, plain <= UInt64(compressed) * 132 + 64 else { throw Malformed() }
             guard let out = LZF.decompress(try take(compressed), length: Int(plain)) else { throw Malformed() }
             return out
         default: throw Malformed()
