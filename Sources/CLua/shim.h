@@ -1,16 +1,21 @@
 // Lua 5.1 (Debian liblua5.1-0-dev) for Cairn's scripting, plus Debian's cjson and bit modules
-// (lua-cjson-dev, lua-bitop-dev). Lua's C API is partly macros Swift cannot import; the static
+// (lua-cjson-dev, lua-bitop-dev) and Cairn's own cmsgpack and struct (cmsgpack.h, struct.h:
+// Debian has no Lua 5.1 packages of them). Lua's C API is partly macros Swift cannot import; the static
 // inline wrappers below stand in for them. The allocator with a byte budget, the kill hook and
 // the trampoline that raises errors for Swift callbacks live here too: lua_error longjmps, and
 // a longjmp must never cross a Swift frame.
 #include <stddef.h>
 #include <stdlib.h>
+#include <time.h>
 #include <lua.h>
 #include <lauxlib.h>
 #include <lualib.h>
 
 extern int luaopen_cjson(lua_State *L);
 extern int luaopen_bit(lua_State *L);
+
+#include "cmsgpack.h"
+#include "struct.h"
 
 /// What one Lua state may use and whether its running script must stop. Read by the allocator
 /// and the hook (C), written by Swift: `killRequested` from another thread (SCRIPT KILL).
@@ -23,7 +28,16 @@ typedef struct cairn_lua_budget {
     volatile int killRequested;
     /// Set when the allocator refused a block (the script ran out of its budget).
     int overBudget;
+    /// CLOCK_MONOTONIC milliseconds after which the running code fails with
+    /// CAIRN_TIMEOUT_MESSAGE (a library's load, FUNCTION LOAD); 0: none.
+    long long deadlineMillis;
 } cairn_lua_budget;
+
+static inline long long cairn_lua_monotonic_millis(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void *cairn_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     cairn_lua_budget *b = (cairn_lua_budget *)ud;
@@ -54,17 +68,26 @@ static inline cairn_lua_budget *cairn_lua_budget_of(lua_State *L) {
 /// The message a killed script fails with (Redis's text).
 #define CAIRN_KILLED_MESSAGE "ERR Script killed by user with SCRIPT KILL..."
 
-/// Counted-instruction hook: ends the script once SCRIPT KILL asked (a table, as redis.call's
-/// errors are, so pcall in the script cannot swallow it silently either way: the hook fires
-/// again on the next count).
+/// The message a library's code fails with when its load runs past its deadline (Redis's text).
+#define CAIRN_TIMEOUT_MESSAGE "ERR FUNCTION LOAD timeout"
+
+/// Counted-instruction hook: ends the script once SCRIPT KILL asked, or a library's load once
+/// it ran past its deadline (a table, as redis.call's errors are, so pcall in the script cannot
+/// swallow it silently either way: the hook fires again on the next count).
 static void cairn_lua_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     cairn_lua_budget *b = cairn_lua_budget_of(L);
+    const char *message = NULL;
     if (b->killRequested) {
+        message = CAIRN_KILLED_MESSAGE;
+    } else if (b->deadlineMillis != 0 && cairn_lua_monotonic_millis() >= b->deadlineMillis) {
+        message = CAIRN_TIMEOUT_MESSAGE;
+    }
+    if (message != NULL) {
         lua_sethook(L, cairn_lua_hook, LUA_MASKLINE | LUA_MASKCOUNT, 1);
         lua_newtable(L);
         lua_pushstring(L, "err");
-        lua_pushstring(L, CAIRN_KILLED_MESSAGE);
+        lua_pushstring(L, message);
         lua_rawset(L, -3);
         lua_error(L);
     }
@@ -115,6 +138,8 @@ static inline void cairn_lua_open_standard(lua_State *L) {
     cairn_lua_open(L, luaopen_debug, LUA_DBLIBNAME);
     cairn_lua_open(L, luaopen_cjson, "cjson");
     cairn_lua_open(L, luaopen_bit, "bit");
+    cairn_lua_open(L, cairn_luaopen_cmsgpack, "cmsgpack");
+    cairn_lua_open(L, cairn_luaopen_struct, "struct");
 }
 
 // Macros of lua.h as functions.

@@ -33,6 +33,7 @@ extension Engine {
             return .refused(command, refusal)
         }
         if let busy = scripting.busyRefusal(command, session: session, engine: self) { return .refused(command, busy) }
+        if let readOnly = replication.refusal(command) { return .refused(command, readOnly) }
         if session.subscriptionCount > 0 && session.protocolVersion == .v2 && !Engine.allowedWhileSubscribed.contains(command.name) {
             return .refused(command, CommandError(
                 "ERR", "Can't execute '\(command.name)': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
@@ -80,7 +81,10 @@ extension Engine {
         if spike {
             stats.latency.note(command.flags.contains(.fast) ? "fast-command" : "command", milliseconds: microseconds / 1000, now: now / 1000)
         }
-        if watched { for r in requests { monitors.feed(r, session: session, at: now - Int64(microseconds)) } }
+        if watched {
+            let byScript = scripting.isRunning(for: session)
+            for r in requests { monitors.feed(r, session: session, at: now - Int64(microseconds), byScript: byScript) }
+        }
     }
 
     /// Counts a request refused before it ran in its command's `rejected_calls`.
@@ -160,8 +164,9 @@ extension Engine {
     /// in `expired_keys`: what every read path does with an expired value (Redis's lazy expiry).
     /// The caller holds no key lock and is not inside EXEC.
     func reapExpired(_ key: [UInt8], in family: Family) {
-        // In disk-full mode nothing may write; compaction drops the value later.
-        guard !diskGuard.refusesWrites else { return }
+        // In disk-full mode nothing may write; compaction drops the value later. A replica
+        // writes only its primary's batches (which delete what expired there).
+        guard !diskGuard.refusesWrites, !replication.isReplica else { return }
         let handle = family.handle
         locks.withLock(key, in: family) {
             let stillExpired = (try? database.withValue(forKey: key, in: handle) { raw in

@@ -197,6 +197,8 @@ public final class Backups: Sendable {
             }
             if let hooks = engine.hooks { hooks.withClientsPaused(body) } else { body([caller]) }
             try result.get()
+            // Other data: replicas can no longer continue the old history.
+            engine.replication.startNewHistory(engine)
             summary.withLock { $0.lastRestoreID = id }
         }
     }
@@ -268,6 +270,16 @@ extension Engine {
     /// Swaps the database for the staged backup `id` (`RestoreJournal.stage` ran). Runs while
     /// no command runs (the server pauses every worker); `sessions` are every connected client's.
     func reopen(swappingIn id: UInt32, sessions: [Session]) throws(CommandError) {
+        try reopen(swappingIn: "backup \(id)", sessions: sessions)
+    }
+
+    /// Swaps the database for the staged one (`RestoreJournal.stage` ran): `what` names it in
+    /// the log and errors ("backup 3", "the primary's copy").
+    func reopen(swappingIn what: String, sessions: [Session]) throws(CommandError) {
+        try replication.excludingReplication { () throws(CommandError) in try reopenAlone(swappingIn: what, sessions: sessions) }
+    }
+
+    private func reopenAlone(swappingIn what: String, sessions: [Session]) throws(CommandError) {
         detachForSwap(sessions)
         let old = database
         do {
@@ -279,19 +291,19 @@ extension Engine {
             RestoreJournal.abandon(configuration.dir)
             throw error
         }
-        logger.notice("switching in backup \(id) in \(configuration.dir)")
+        logger.notice("switching in \(what) in \(configuration.dir)")
         var failure: CommandError? = nil
         do throws(RestoreJournal.SwapFailure) {
             try RestoreJournal.swapIn(configuration.dir)
         } catch {
             switch error {
             case .notStarted(let reason):
-                logger.error("restoring backup \(id) failed before it changed anything: \(reason); reopening the database as it is")
-                failure = CommandError("ERR", "restoring backup \(id) failed before it changed anything; the data is unchanged (see the server log)")
+                logger.error("restoring \(what) failed before it changed anything: \(reason); reopening the database as it is")
+                failure = CommandError("ERR", "restoring \(what) failed before it changed anything; the data is unchanged (see the server log)")
             case .incomplete(let reason):
                 // Serving what is left would look like data loss. A restart finishes the swap.
-                logger.critical("restoring backup \(id) stopped part-way: \(reason); every command fails until cairnd restarts and finishes the restore")
-                throw CommandError("ERR", "restoring backup \(id) stopped part-way; restart cairnd to finish the restore (see the server log)")
+                logger.critical("restoring \(what) stopped part-way: \(reason); every command fails until cairnd restarts and finishes the restore")
+                throw CommandError("ERR", "restoring \(what) stopped part-way; restart cairnd to finish the restore (see the server log)")
             }
         }
         guard let (opened, _) = openWritableOrReadOnly() else {
@@ -302,7 +314,7 @@ extension Engine {
         // keys may carry TTLs no write announced, so it starts a fresh pass.
         expirySweep.wake()
         if let failure { throw failure }
-        logger.notice("backup \(id) restored; serving again")
+        logger.notice("\(what) restored; serving again")
     }
 
     /// Closes the session's snapshots and iterators (which read the old database), remembering

@@ -43,6 +43,8 @@ public struct CommandTable: Sendable {
         TransactionCommands.all,
         HashCommands.all,
         PubSubCommands.all,
+        ReplicationCommands.all,
+        DigestCommands.all,
         ListCommands.all,
         BlockingListCommands.all,
         SetCommands.all,

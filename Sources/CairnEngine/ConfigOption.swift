@@ -77,6 +77,27 @@ public struct ConfigOption: Sendable {
         }
     }
 
+    /// `yes` or `no`.
+    static func yesNo(_ name: String, mutable: Bool = true, _ path: any WritableKeyPath<Configuration, Bool> & Sendable) -> ConfigOption {
+        ConfigOption(name: name, mutable: mutable, get: { $0[keyPath: path] ? "yes" : "no" }) { config, text throws(Invalid) in
+            switch text.lowercased() {
+            case "yes": config[keyPath: path] = true
+            case "no": config[keyPath: path] = false
+            default: throw Invalid("argument must be 'yes' or 'no'")
+            }
+        }
+    }
+
+    /// `host port`, or empty / `no one` for none: what `replicaof` holds.
+    static func replicaTarget(_ text: String) throws(Invalid) -> String {
+        let words = text.split(separator: " ").map(String.init)
+        if words.isEmpty || words.map({ $0.lowercased() }) == ["no", "one"] { return "" }
+        guard words.count == 2, let port = Int(words[1]), (1...65535).contains(port) else {
+            throw Invalid("argument must be 'host port' or 'no one'")
+        }
+        return "\(words[0]) \(port)"
+    }
+
     /// A size in bytes, with redis.conf's units (`64mb`).
     static func bytes(
         _ name: String, mutable: Bool = true, min: Int = 0, max: Int = .max,
@@ -192,6 +213,18 @@ public struct ConfigOption: Sendable {
         .int("busy-reply-threshold", min: Int(Int64.min), \.busyReplyThreshold),
         // Redis's older name for the same setting.
         .int("lua-time-limit", min: Int(Int64.min), \.busyReplyThreshold),
+        ConfigOption(name: "replicaof", mutable: false, get: { $0.replicaof }) { config, text throws(Invalid) in
+            config.replicaof = try replicaTarget(text)
+        },
+        .string("masterauth", \.masterauth),
+        .string("masteruser", \.masteruser),
+        .yesNo("replica-read-only", \.replicaReadOnly),
+        .int("replica-priority", \.replicaPriority),
+        .string("replica-announce-ip", \.replicaAnnounceIP),
+        .int("replica-announce-port", max: 65535, \.replicaAnnouncePort),
+        .int("repl-backlog-ttl", mutable: false, \.replBacklogTTL),
+        .bytes("repl-backlog-size", mutable: false, \.replBacklogSize),
+        .int("repl-timeout", min: 1, \.replTimeout),
     ] + encodingDefaults.keys.sorted().flatMap { name in
         [encodingThreshold(name, name)] + encodingAliases.filter { $0.value == name }.keys.sorted().map { encodingThreshold($0, name) }
     }

@@ -148,6 +148,32 @@ public struct Configuration: Sendable, Equatable {
     /// `lua-time-limit`. Default 5000.
     public var busyReplyThreshold = 5000
 
+    // Replication (Replication/). Redis's names and defaults where Redis has the option.
+
+    /// The primary this server replicates, as `host port`; empty: this server is a primary.
+    /// Changed by REPLICAOF (and written back by CONFIG REWRITE).
+    public var replicaof = ""
+    /// Password (and user) a replica authenticates with at its primary.
+    public var masterauth = ""
+    public var masteruser = ""
+    /// A replica refuses writes from clients (`-READONLY`). Default yes.
+    public var replicaReadOnly = true
+    /// Sentinel's preference when promoting a replica: lower first, 0 never. Default 100.
+    public var replicaPriority = 100
+    /// The address and port a replica tells its primary to list (behind NAT or a proxy);
+    /// empty/0: the connection's own.
+    public var replicaAnnounceIP = ""
+    public var replicaAnnouncePort = 0
+    /// How long, in seconds, the WAL is kept after its data was flushed, so a replica that was
+    /// away that long resumes with a partial sync. Redis's `repl-backlog-ttl`; default 3600.
+    public var replBacklogTTL = 3600
+    /// Most bytes of kept WAL (oldest dropped first), whatever the TTL. Redis's
+    /// `repl-backlog-size` (there a memory buffer; here files beside the data). Default 1gb.
+    public var replBacklogSize = 1 << 30
+    /// Seconds without a byte from the other side before a replication link is dropped (and
+    /// retried). Default 60.
+    public var replTimeout = 60
+
     public init() {}
 
     /// The values `loglevel` takes.

@@ -16,6 +16,7 @@ extension Engine {
     func install(_ opened: (Database, [String: Family], Family), sessions: [Session]) {
         let (db, families, defaultFamily) = opened
         database = db
+        walKept.store(Replication.keepsWAL(dir: configuration.dir, configuration: configuration), ordering: .relaxed)
         self.families.withLock { $0 = families }
         self.defaultFamily = defaultFamily
         for s in sessions {
@@ -33,6 +34,10 @@ extension Engine {
     /// they are closed (their next use gets a clear error), SCAN cursors are forgotten and
     /// WATCHed transactions abort, as after an online restore.
     func reopenForWriting(sessions: [Session], why: String) -> Bool {
+        replication.excludingReplication { reopenForWritingAlone(sessions: sessions, why: why) }
+    }
+
+    private func reopenForWritingAlone(sessions: [Session], why: String) -> Bool {
         detachForSwap(sessions)
         do {
             try database.close()

@@ -57,6 +57,13 @@ public final class Engine: @unchecked Sendable {
     let collectionVersions = VersionClock()
     /// Clients parked by a blocking pop, per key (Blocking/BlockedClients.swift).
     public let blocking = BlockedClients()
+    /// Primary or replica, the replicas and the link to the primary (Replication/).
+    public let replication = Replication()
+    /// Held while a column family is created or dropped, so families are created in one order
+    /// (a replica replays them in that order: see BatchApplier.swift).
+    let familyChanges = Mutex<Void>(())
+    /// The open database keeps its flushed WAL for replicas (`Replication.keepsWAL`).
+    public let walKept = Atomic<Bool>(false)
 
     /// Opens (creating if needed) the database in `configuration.dir`.
     public init(configuration: Configuration, logger: Logger) throws {
@@ -80,8 +87,14 @@ public final class Engine: @unchecked Sendable {
         self.database = db
         self.families = Mutex(families)
         self.defaultFamily = defaultFamily
+        walKept.store(Replication.keepsWAL(dir: configuration.dir, configuration: configuration), ordering: .relaxed)
         if readOnly { diskGuard.openedReadOnly() }
         diskGuard.poll(self)
+        Replication.removeLeftoverCheckpoints(in: configuration.dir)
+        let role: Replication.Role
+        if let (host, port) = Replication.parseTarget(configuration.replicaof) { role = .replica(host: host, port: port) } else { role = .primary }
+        replication.load(dir: configuration.dir, latest: db.latestSequenceNumber, role: role)
+        replication.readOnly.store(role != .primary && configuration.replicaReadOnly, ordering: .relaxed)
     }
 
     /// The RocksDB options the server opens its database with (also used by `cairn-bench-rocks`).
@@ -129,6 +142,11 @@ public final class Engine: @unchecked Sendable {
         try refuseHalfADatabase(c.dir)
         var options = databaseOptions(c)
         options.readOnly = readOnly
+        if Replication.keepsWAL(dir: c.dir, configuration: c) {
+            // Flushed WAL is kept for replicas that were away (Replication/WALFeed.swift).
+            options.walTTLSeconds = UInt64(max(0, c.replBacklogTTL))
+            options.walSizeLimitMB = UInt64(max(1, c.replBacklogSize >> 20))
+        }
         let liveness = CollectionLiveness()
         let db = try Database.open(at: c.dir, options: options) { familyOptions($0, stats: stats, liveness: liveness) }
         let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)
@@ -167,6 +185,8 @@ public final class Engine: @unchecked Sendable {
         }
         do {
             try syncWALOrdered()
+            // Synced: the next start may continue this history (Replication.load).
+            replication.save(dir: configuration.dir, cleanAt: database.latestSequenceNumber)
         } catch where diskGuard.isFaulted {
             // A flush or compaction ran out of space while we were stopping (the sync reports
             // RocksDB's background error): as above.

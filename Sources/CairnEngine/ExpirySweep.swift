@@ -91,6 +91,8 @@ public final class ExpirySweep: Sendable {
     /// then no longer ends the step, only `budget` and the end of a pass do.
     @discardableResult
     public func step(_ engine: Engine, budget: Int = .max, milliseconds: Int = 25, now fixedNow: Int64? = nil) -> Int {
+        // A replica's expired keys go when its primary's deletes arrive.
+        guard !engine.replication.isReplica else { return 0 }
         var pos = position.withLock { $0 }
         let startedAt = fixedNow ?? Clock.milliseconds()
         if !pos.inPass {

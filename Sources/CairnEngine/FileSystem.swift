@@ -57,6 +57,11 @@ func listFiles(_ directory: String) throws -> [String] {
     try listEntries(directory).filter { !$0.isDirectory }.map(\.name)
 }
 
+/// Names of everything directly in `directory`.
+func listEntryNames(_ directory: String) throws -> [String] {
+    try listEntries(directory).map(\.name)
+}
+
 private func listEntries(_ directory: String) throws -> [(name: String, isDirectory: Bool)] {
     guard let dir = opendir(directory) else {
         throw StorageError(code: .ioError, message: "cannot list \(directory): \(String(cString: strerror(errno)))")

@@ -116,6 +116,7 @@ enum InfoReport {
                 ("evicted_keys", "0"),
                 ("keyspace_hits", String(stats.keyspaceHits.value)),
                 ("keyspace_misses", String(stats.keyspaceMisses.value)),
+            ] + engine.replication.statsLines() + [
                 ("total_error_replies", String(stats.errorReplies.value)),
             ]
         case "errorstats":
@@ -135,7 +136,7 @@ enum InfoReport {
                 return ("latency_percentiles_usec_\(m.name)", "p50=\(threeDecimals(p[0])),p99=\(threeDecimals(p[1])),p99.9=\(threeDecimals(p[2]))")
             }
         case "replication":
-            return [("role", "master"), ("connected_slaves", "0")]
+            return engine.replication.infoLines(engine)
         case "cpu":
             var usage = rusage()
             getrusage(Int32(RUSAGE_SELF.rawValue), &usage)

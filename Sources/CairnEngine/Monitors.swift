@@ -32,11 +32,30 @@ public final class Monitors: Sendable {
     @inline(__always)
     var isEmpty: Bool { active.load(ordering: .relaxed) == 0 }
 
-    /// Sends one line for `argv`, run by `session` at Unix microseconds `at`, to every monitor.
-    func feed(_ argv: [[UInt8]], session: Session, at microseconds: Int64) {
+    /// The lines of the commands the running script ran (`[0 lua]`), held until the line of
+    /// the request that ran the script: Redis 7.0 shows a request before what it runs.
+    private let scriptLines = Mutex<(session: Int64, lines: [[UInt8]])>((0, []))
+
+    /// Sends one line for `argv`, run by `session` at Unix microseconds `at`, to every monitor;
+    /// `byScript`: run by the script `session` is running, shown as Redis shows it, `[0 lua]`.
+    func feed(_ argv: [[UInt8]], session: Session, at microseconds: Int64, byScript: Bool = false) {
         let targets = sinks.withLock { Array($0.values) }
         guard !targets.isEmpty else { return }
-        let line = Monitors.line(argv, address: session.record.address, at: microseconds)
+        if byScript {
+            let line = Monitors.line(argv, address: "lua", at: microseconds)
+            scriptLines.withLock {
+                if $0.session != session.id { $0 = (session.id, []) }
+                $0.lines.append(line)
+            }
+            return
+        }
+        var line = Monitors.line(argv, address: session.record.address, at: microseconds)
+        let held = scriptLines.withLock { held -> [[UInt8]] in
+            guard held.session == session.id, !held.lines.isEmpty else { return [] }
+            defer { held = (0, []) }
+            return held.lines
+        }
+        for l in held { line += l }
         for t in targets { t.append(line) }
     }
 

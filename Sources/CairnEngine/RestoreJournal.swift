@@ -85,23 +85,34 @@ public enum RestoreJournal {
     /// staging directory and the journal are removed and the error is rethrown: the data
     /// directory is as it was. Refuses up front when the disk has not room for the backup.
     static func stage(_ info: BackupInfo, from be: BackupEngine, into dataDirectory: String) throws {
-        try makeDirectory(dataDirectory)
         let needed = info.size + info.size / 50 + (8 << 20)
         if let free = freeBytes(dataDirectory), free < needed {
             throw StorageError(
                 code: .noSpace,
                 message: "not enough free space on the data disk to restore backup \(info.id): it needs about \(megabytes(needed)) beside the current data and \(megabytes(free)) is free")
         }
+        try stage(Pending(phase: .copying, backupID: info.id, backupDirectory: be.directory), into: dataDirectory) { staging in
+            try be.restore(info.id, toDatabaseAt: staging)
+        }
+    }
+
+    /// Stages a database that `fill` writes into the staging directory it is given (a backup's
+    /// restore, or a replica's full sync with `backupID` 0 and `replicationSource` as the
+    /// directory), with the journal for the swap ready on return. On any failure the staging
+    /// directory and the journal are removed and the error is rethrown.
+    static func stage(_ pending: Pending, into dataDirectory: String, fill: (String) throws -> Void) throws {
+        try makeDirectory(dataDirectory)
         removeTree(stagingPath(dataDirectory))
         unlink(nextPath(dataDirectory))
-        var journal = Pending(phase: .copying, backupID: info.id, backupDirectory: be.directory)
+        var journal = pending
+        journal.phase = .copying
         guard writeFileAtomically(path(dataDirectory), text(journal)), syncDirectory(dataDirectory) else {
             throw StorageError(code: errno == ENOSPC ? .noSpace : .ioError, message: "cannot write \(path(dataDirectory)): \(String(cString: strerror(errno)))")
         }
         do {
             let staging = stagingPath(dataDirectory)
             try makeDirectory(staging)
-            try be.restore(info.id, toDatabaseAt: staging)
+            try fill(staging)
             journal.files = try listFiles(staging).sorted()
             for name in journal.files {
                 guard syncFile(staging + "/" + name) else { throw StorageError(code: errno == ENOSPC ? .noSpace : .ioError, message: "cannot sync \(staging)/\(name): \(String(cString: strerror(errno)))") }
@@ -115,6 +126,9 @@ public enum RestoreJournal {
             throw error
         }
     }
+
+    /// What a full sync's journal names as its backup directory.
+    static let replicationSource = "replication"
 
     /// Removes a staged restore that will not be swapped in, and its journal.
     static func abandon(_ dataDirectory: String) {
@@ -205,7 +219,11 @@ public enum RestoreJournal {
         switch journal.phase {
         case .copying:
             abandon(dataDirectory)
-            logger.warning("a restore of backup \(journal.backupID) was interrupted while copying, before it changed the database; \(dataDirectory) is as it was")
+            if journal.backupDirectory == replicationSource {
+                logger.warning("a full sync from the primary was interrupted while its files were being received, before it changed the database; \(dataDirectory) is as it was")
+            } else {
+                logger.warning("a restore of backup \(journal.backupID) was interrupted while copying, before it changed the database; \(dataDirectory) is as it was")
+            }
         case .swapping:
             logger.warning("the restore of backup \(journal.backupID) into \(dataDirectory) was interrupted while its files were being switched in; finishing it")
             do {

@@ -14,9 +14,12 @@ public protocol ServerHooks: AnyObject, Sendable {
     func withClientsPaused(_ body: ([Session]) -> Void)
     /// Runs slow work off the request path (BGSAVE, scheduled backups).
     func runInBackground(_ work: @escaping @Sendable () -> Void)
+    /// REPLICAOF changed the role or the primary: start (or let end) the link to the primary.
+    func replicationChanged()
 }
 
 extension ServerHooks {
     public func withClientsPaused(_ body: ([Session]) -> Void) { body([]) }
     public func runInBackground(_ work: @escaping @Sendable () -> Void) { work() }
+    public func replicationChanged() {}
 }

@@ -18,8 +18,12 @@ public final class Session: @unchecked Sendable {
     /// How the server delivers pub/sub messages to this client; nil when it cannot (in-process).
     public var subscriber: Subscriber? = nil
     /// Channels and patterns this client is subscribed to.
-    var channels: Set<[UInt8]> = []
-    var patterns: Set<[UInt8]> = []
+    var channels: Set<[UInt8]> = [] {
+        didSet { record.state.withLock { [n = channels.count] in $0.channels = n } }
+    }
+    var patterns: Set<[UInt8]> = [] {
+        didSet { record.state.withLock { [n = patterns.count] in $0.patterns = n } }
+    }
     public var subscriptionCount: Int { channels.count + patterns.count }
     public var authenticated: Bool
     /// CLIENT LIST's `user=` follows it from here.
@@ -40,6 +44,12 @@ public final class Session: @unchecked Sendable {
     public var startsMonitoring = false
     /// Set by QUIT and SHUTDOWN: the server closes after writing pending replies.
     public var closeAfterReply = false
+    /// Set by PSYNC: once the replies before it are sent, the server hands this connection's
+    /// socket to a replica feeder (Replication/).
+    public var replicaHandOff: ReplicaHandOff? = nil
+    /// What the replica said of itself with REPLCONF before PSYNC.
+    var replicaListeningPort = 0
+    var replicaAnnouncedIP = ""
     /// Queued commands between MULTI and EXEC; nil outside a transaction.
     var queued: [[[UInt8]]]? = nil
     var transactionFailed = false

@@ -212,6 +212,10 @@ final class Connection: @unchecked Sendable {
             case .alone:
                 engine.execute(argv, session: session, out: &writer)
                 if session.startsMonitoring { startMonitoring() }
+                if session.replicaHandOff != nil {
+                    becomeReplicaStream()
+                    return
+                }
             }
             if awaitingStagedWrites || awaitingDeferred { break }
             holdRepliesForSync(from: replyStart)
@@ -489,6 +493,24 @@ final class Connection: @unchecked Sendable {
             return
         }
         flush()
+    }
+
+    // MARK: replication
+
+    /// PSYNC accepted: the socket leaves the poller for a replica feeder of its own, with the
+    /// replies not yet sent. The client stays listed (`flags=S`) until the feeder ends.
+    private func becomeReplicaStream() {
+        guard let handOff = session.replicaHandOff else { return }
+        session.replicaHandOff = nil
+        let unsent = Array(writer.bytes[sent...])
+        closed = true
+        worker.poller.remove(fd)
+        if monitor != nil { worker.engine.monitors.remove(session.id) }
+        worker.engine.connectionClosed(session)
+        worker.removed(self)
+        let engine = worker.engine
+        ReplicaFeeder(fd: fd, engine: engine, handOff: handOff, record: session.record, pending: unsent, logger: worker.logger,
+                      isStopping: { engine.replication.isStopped }).start()
     }
 
     // MARK: closing

@@ -87,6 +87,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         startExpirySweep()
         startMemoryTrim()
         backupSchedule.start()
+        replicationChanged()
         if config.bind != "127.0.0.1" && config.bind != "::1" && config.bind != "localhost"
             && engine.guardrails.accessControl.anyoneWithoutPassword {
             logger.warning("WARNING: listening on \(config.bind) with no password: anyone who can reach this port can read and change all data. Set requirepass (or give every user a password).")
@@ -280,6 +281,13 @@ public final class Server: ServerHooks, @unchecked Sendable {
         logger.notice("clients resumed")
     }
 
+    /// Starts a link to the primary for the current generation; older links see the generation
+    /// change and end by themselves.
+    public func replicationChanged() {
+        guard !shuttingDown.load(ordering: .relaxed), engine.replication.isReplica else { return }
+        PrimaryLink(engine: engine, logger: logger, generation: engine.replication.generation).start()
+    }
+
     public func runInBackground(_ work: @escaping @Sendable () -> Void) {
         DispatchQueue.global(qos: .utility).async(execute: work)
     }
@@ -313,6 +321,8 @@ public final class Server: ServerHooks, @unchecked Sendable {
             walQueue.sync {}
             sweepQueue.sync {}
             longQueue.sync {}
+            // Replication threads stop touching the database (a batch being applied finishes).
+            engine.replication.stop()
             var status: Int32 = 0
             do {
                 try engine.close()

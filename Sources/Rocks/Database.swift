@@ -166,6 +166,8 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         rocksdb_options_set_compression(opts, (f.compression ?? o.compression).raw)
         rocksdb_options_set_max_open_files(opts, o.maxOpenFiles)
         rocksdb_options_set_enable_pipelined_write(opts, o.enablePipelinedWrite ? 1 : 0)
+        rocksdb_options_set_WAL_ttl_seconds(opts, o.walTTLSeconds)
+        rocksdb_options_set_WAL_size_limit_MB(opts, o.walSizeLimitMB)
         if o.memtableBloomRatio > 0 {
             rocksdb_options_set_memtable_prefix_bloom_size_ratio(opts, o.memtableBloomRatio)
             rocksdb_options_set_memtable_whole_key_filtering(opts, 1)

@@ -68,6 +68,13 @@ public struct DatabaseOptions: Sendable {
     /// longer fits one and every point read fetched and parsed it again (650 µs a GET after
     /// COMPACT with a 64 MiB cache). https://github.com/facebook/rocksdb/wiki/Partitioned-Index-Filters
     public var partitionedIndexAndFilters = true
+    /// Keep WAL files this long after their data was flushed (RocksDB moves them to
+    /// `archive/`), so replicas can read the writes they missed (`Database.updates(since:)`);
+    /// 0 deletes them once flushed. `WAL_ttl_seconds`.
+    public var walTTLSeconds: UInt64 = 0
+    /// Most megabytes of archived WAL kept (oldest deleted first); 0 = no limit beyond the TTL.
+    /// `WAL_size_limit_MB`.
+    public var walSizeLimitMB: UInt64 = 0
 
     public init() {}
 }

@@ -127,7 +127,7 @@ enum ConnectionCommands {
         out.bulk("proto"); out.integer(version.rawValue)
         out.bulk("id"); out.integer(call.session.id)
         out.bulk("mode"); out.bulk("standalone")
-        out.bulk("role"); out.bulk("master")
+        out.bulk("role"); out.bulk(call.engine.replication.isReplica ? "replica" : "master")
         out.bulk("modules"); out.arrayHeader(0)
     }
 }
@@ -205,6 +205,11 @@ enum ClientCommands {
             guard call[2].isKeyword("ON") || call[2].isKeyword("OFF") else { throw .syntax }
             out.simpleString("OK")
         },
+        Command("client|capa", arity: -3, flags: [.loading, .stale], group: "connection", since: "7.4.0",
+                summary: "Declares what the client can handle; Cairn knows `redirect` and never needs to send it (its replicas answer -READONLY).",
+                arguments: "capability [capability ...]") { _, out throws(CommandError) in
+            out.simpleString("OK")
+        },
         Command("client|pause", arity: -3, flags: [.admin], group: "connection", since: "3.0.0",
                 summary: "Suspends commands of every client (writes only, with WRITE) for a time.", arguments: "timeout [WRITE|ALL]") {
             call, out throws(CommandError) in
@@ -243,7 +248,7 @@ enum ClientCommands {
             out.simpleString("OK")
             return
         }
-        var id: Int64? = nil, addr: String? = nil, laddr: String? = nil
+        var id: Int64? = nil, addr: String? = nil, laddr: String? = nil, type: String? = nil, user: String? = nil, maxAge: Int64? = nil
         var skipMe = true
         var i = 2
         while i + 1 < call.count {
@@ -252,7 +257,13 @@ enum ClientCommands {
             else if call[i].isKeyword("ADDR") { addr = value }
             else if call[i].isKeyword("LADDR") { laddr = value }
             else if call[i].isKeyword("SKIPME") { skipMe = value.lowercased() == "yes" }
-            else if call[i].isKeyword("TYPE") || call[i].isKeyword("USER") || call[i].isKeyword("MAXAGE") {}
+            else if call[i].isKeyword("TYPE") {
+                let t = value.lowercased()
+                guard ["normal", "master", "replica", "slave", "pubsub"].contains(t) else { throw CommandError("ERR", "Unknown client type '\(value)'") }
+                type = t == "slave" ? "replica" : t
+            }
+            else if call[i].isKeyword("USER") { user = value }
+            else if call[i].isKeyword("MAXAGE") { maxAge = try call.integer(i + 1) }
             else { throw .syntax }
             i += 2
         }
@@ -263,6 +274,9 @@ enum ClientCommands {
             if let addr, c.address != addr { continue }
             if let laddr, c.localAddress != laddr { continue }
             if skipMe && c.id == call.session.id { continue }
+            if let type, c.state.withLock({ $0.type }) != type { continue }
+            if let user, c.state.withLock({ $0.user }) != user { continue }
+            if let maxAge, (Clock.milliseconds() - c.createdAt) / 1000 < maxAge { continue }
             c.kill()
             killed += 1
         }

@@ -21,7 +21,7 @@ enum FamilyCommands {
             let engine = call.engine
             // Every stripe: the family's keys are gone, so every WATCH of one of them fires.
             try engine.locks.withAll { () throws(CommandError) in
-                try engine.storage("CF.DROP") {
+                try engine.storage("CF.DROP") { try engine.familyChanges.withLock { _ in
                     try engine.database.dropFamily(family.handle)
                     // Its collections' members: one range tombstone (compaction reclaims them).
                     let range = MemberKeys.familyRange(name)
@@ -29,7 +29,7 @@ enum FamilyCommands {
                     if let meta = engine.database.family(named: Engine.metaFamilyName) {
                         try engine.database.delete(Array("family:\(name)".utf8), in: meta, options: WriteOptions(sync: true))
                     }
-                }
+                } }
             }
             engine.unregisterFamily(name)
             if call.session.family === family { call.session.family = engine.defaultFamily }
@@ -135,13 +135,13 @@ enum FamilyCommands {
         guard i == call.count else { throw .syntax }
         let engine = call.engine
         guard engine.family(named: name) == nil else { throw CommandError("ERR", "column family '\(name)' already exists") }
-        let handle = try engine.storage("CF.CREATE") { () throws -> ColumnFamily in
+        let handle = try engine.storage("CF.CREATE") { () throws -> ColumnFamily in try engine.familyChanges.withLock { _ in
             let handle = try engine.database.createFamily(named: name, options: options)
             if let meta = engine.database.family(named: Engine.metaFamilyName) {
                 try engine.database.put(Array("family:\(name)".utf8), Array((merge?.name ?? "").utf8), in: meta, options: WriteOptions(sync: true))
             }
             return handle
-        }
+        } }
         engine.registerFamily(Family(name: name, handle: handle, mergeOperator: merge?.name, members: engine.defaultFamily.members))
         out.simpleString("OK")
     }

@@ -11,14 +11,21 @@
 /// (`pairs(string)`) sees nothing, and `getfenv`/`setfenv` remain.
 enum LuaSandbox {
     /// Called with the host functions table (`call`, `pcall`, `sha1hex`, `log`, `setresp`) and
-    /// returns the error handler scripts run under and the table of real globals (KEYS and
-    /// ARGV are stored there).
+    /// returns the error handler scripts run under, the table of real globals (KEYS and ARGV
+    /// are stored there), and the library loader (`begin`, `finish`) FUNCTION LOAD runs a
+    /// library's code between.
+    ///
+    /// While a library's code runs, globals read a table holding only `redis` with
+    /// `register_function`, `log` and the version and log-level constants (Redis 7.0 gives a
+    /// library's load nothing else); the functions it registers run later with the usual
+    /// globals. `finish` returns the registrations (`{name, callback, description, flags}`,
+    /// flags in Redis's order).
     static let prelude = #"""
     local host = ...
     local G = _G
     local dbg = debug
     local real_rawset, real_setmetatable, real_loadstring = rawset, setmetatable, loadstring
-    local type, tostring, error = type, tostring, error
+    local type, tostring, error, pairs, ipairs, select = type, tostring, error, pairs, ipairs, select
 
     -- Redis's __redis__err__handler: every error becomes {err=..., source=..., line=...},
     -- placed at the script's frame (C functions and this prelude's own are skipped).
@@ -100,7 +107,7 @@ enum LuaSandbox {
       protected[proxy] = true
       return proxy
     end
-    for _, lib in ipairs({'string', 'table', 'math', 'cjson', 'bit', 'redis'}) do
+    for _, lib in ipairs({'string', 'table', 'math', 'cjson', 'bit', 'cmsgpack', 'struct', 'redis'}) do
       if real[lib] then real[lib] = protect(real[lib]) end
     end
     real.rawset = function(t, k, v)
@@ -118,22 +125,126 @@ enum LuaSandbox {
     -- The string metatable's __index is the real string library: keep it out of reach.
     getmetatable('').__metatable = false
 
-    -- Empty the globals table itself and make it the proxy of `real`.
+    -- What globals read: `real`, or the library API while a library loads.
+    local lookup = real
+    local function missing(k)
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 3)
+    end
+
+    -- Empty the globals table itself and make it the proxy of `lookup`.
     local names = {}
     for k in pairs(G) do names[#names + 1] = k end
     for _, k in ipairs(names) do real_rawset(G, k, nil) end
     protected[G] = true
     real_setmetatable(G, {
       __index = function(_, k)
-        local v = real[k]
-        if v == nil then
-          error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-        end
+        local v = lookup[k]
+        if v == nil then missing(k) end
         return v
       end,
       __newindex = readonly,
       __metatable = false,
     })
-    return handler, real
+
+    -- FUNCTION LOAD: redis.register_function, with Redis 7.0's checks and texts.
+    local registrations
+    local function reg_error(text) error({err = 'ERR ' .. text}) end
+    local flag_order = {'no-writes', 'allow-oom', 'allow-stale', 'no-cluster', 'allow-cross-slot-keys'}
+    local known_flags = {}
+    for _, f in ipairs(flag_order) do known_flags[f] = true end
+    local function stringlike(v) return type(v) == 'string' or type(v) == 'number' end
+    local function register_function(...)
+      local n = select('#', ...)
+      local name, callback, description
+      local flags = {}
+      if n == 1 then
+        local named = ...
+        if type(named) ~= 'table' then
+          reg_error('calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).')
+        end
+        for k, v in pairs(named) do
+          if not stringlike(k) then reg_error('named argument key given to redis.register_function is not a string') end
+          local key = tostring(k):lower()
+          if key == 'function_name' then
+            if not stringlike(v) then reg_error('function_name argument given to redis.register_function must be a string') end
+            name = tostring(v)
+          elseif key == 'description' then
+            if not stringlike(v) then reg_error('description argument given to redis.register_function must be a string') end
+            description = tostring(v)
+          elseif key == 'callback' then
+            if type(v) ~= 'function' then reg_error('callback argument given to redis.register_function must be a function') end
+            callback = v
+          elseif key == 'flags' then
+            if type(v) ~= 'table' then reg_error('flags argument to redis.register_function must be a table representing function flags') end
+            for _, f in pairs(v) do
+              if type(f) ~= 'string' or not known_flags[f] then reg_error('unknown flag given') end
+              flags[f] = true
+            end
+          else
+            reg_error('unknown argument given to redis.register_function')
+          end
+        end
+        if name == nil then reg_error('redis.register_function must get a function name argument') end
+        if callback == nil then reg_error('redis.register_function must get a callback argument') end
+      elseif n == 2 then
+        name, callback = ...
+        if not stringlike(name) then reg_error('first argument to redis.register_function must be a string') end
+        name = tostring(name)
+        if type(callback) ~= 'function' then reg_error('second argument to redis.register_function must be a function') end
+      else
+        reg_error('wrong number of arguments to redis.register_function')
+      end
+      -- Redis 7.0 checks a function's name with the library name's rule and text.
+      if not name:find('^[A-Za-z0-9_]+$') then
+        reg_error('Library names can only contain letters, numbers, or underscores(_) and must be at least one character long')
+      end
+      for _, r in ipairs(registrations) do
+        if r.name == name then reg_error('Function already exists in the library') end
+      end
+      local ordered = {}
+      for _, f in ipairs(flag_order) do
+        if flags[f] then ordered[#ordered + 1] = f end
+      end
+      registrations[#registrations + 1] = {name = name, callback = callback, description = description, flags = ordered}
+    end
+
+    local function api(t)
+      local proxy = {}
+      real_setmetatable(proxy, {
+        __index = function(_, k)
+          local v = t[k]
+          if v == nil then missing(k) end
+          return v
+        end,
+        __newindex = readonly,
+        __metatable = false,
+      })
+      protected[proxy] = true
+      return proxy
+    end
+    local library_api = {
+      redis = api({
+        register_function = register_function,
+        log = host.log,
+        LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+        REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+      }),
+    }
+
+    -- A library's code runs between begin and finish (called from Swift, so a timeout raised
+    -- by the hook never lands in this prelude's code): finish returns the registrations.
+    local library_loader = {
+      begin = function()
+        registrations = {}
+        lookup = library_api
+      end,
+      finish = function()
+        lookup = real
+        local found = registrations
+        registrations = nil
+        return found
+      end,
+    }
+    return handler, real, library_loader
     """#
 }

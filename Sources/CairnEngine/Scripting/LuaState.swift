@@ -32,12 +32,17 @@ final class LuaState {
             cairn_lua_push_host(L, function)
             lua_setfield(L, -2, name)
         }
-        let ran = lua_pcall(L, 1, 2, 0)
+        let ran = lua_pcall(L, 1, 3, 0)
         precondition(ran == 0, "the scripting prelude failed: \(LuaState.text(L, -1))")
+        lua_setfield(L, cairn_lua_registryindex(), "cairn.loadlib")
         lua_setfield(L, cairn_lua_registryindex(), "cairn.globals")
         lua_setfield(L, cairn_lua_registryindex(), "cairn.errh")
         lua_createtable(L, 0, 0)
         lua_setfield(L, cairn_lua_registryindex(), "cairn.scripts")
+        lua_createtable(L, 0, 0)
+        lua_setfield(L, cairn_lua_registryindex(), LuaState.librariesKey)
+        lua_createtable(L, 0, 0)
+        lua_setfield(L, cairn_lua_registryindex(), LuaState.stagedKey)
         cairn_lua_install_hook(L, LuaState.hookInterval)
     }
 
@@ -103,8 +108,9 @@ final class LuaState {
 
     // MARK: running
 
-    /// Runs the compiled script `sha` with KEYS and ARGV for `run`, and writes its reply (or
-    /// its error, in Redis 7's form: `<error> script: <sha>, on @user_script:<line>.`) to `out`.
+    /// Runs the compiled script (with KEYS and ARGV) or the library function (with keys and
+    /// arguments as its parameters) `run` names, and writes its reply (or its error, in Redis
+    /// 7's form: `<error> script: <sha or function>, on @user_script:<line>.`) to `out`.
     func call(_ run: ScriptRun, keys: [[UInt8]], args: [[UInt8]], out: inout RESPWriter) {
         let base = lua_gettop(L)
         defer { lua_settop(L, base) }
@@ -114,21 +120,40 @@ final class LuaState {
             lua_pushnil(L)
             lua_setfield(L, cairn_lua_registryindex(), "cairn.run")
         }
-        setGlobalArray("KEYS", keys)
-        setGlobalArray("ARGV", args)
         lua_getfield(L, cairn_lua_registryindex(), "cairn.errh")
-        lua_getfield(L, cairn_lua_registryindex(), "cairn.scripts")
-        lua_getfield(L, -1, run.sha)
-        lua_remove(L, -2)
-        guard lua_type(L, -1) == LUA_TFUNCTION else {
-            out.error(ScriptingCommands.noScript.wire)
-            return
+        let argumentCount: Int32
+        switch run.target {
+        case .script(let sha):
+            setGlobalArray("KEYS", keys)
+            setGlobalArray("ARGV", args)
+            lua_getfield(L, cairn_lua_registryindex(), "cairn.scripts")
+            lua_getfield(L, -1, sha)
+            lua_remove(L, -2)
+            guard lua_type(L, -1) == LUA_TFUNCTION else {
+                out.error(ScriptingCommands.noScript.wire)
+                return
+            }
+            argumentCount = 0
+        case .function(let library, let name):
+            // A function gets its keys and arguments as parameters; KEYS and ARGV are not
+            // globals for it (as in Redis).
+            setGlobalArray("KEYS", nil)
+            setGlobalArray("ARGV", nil)
+            pushFunction(library: library, function: name)
+            guard lua_type(L, -1) == LUA_TFUNCTION else {
+                out.error(FunctionCommands.notFound.wire)
+                return
+            }
+            _ = lua_checkstack(L, 4)
+            pushArray(keys)
+            pushArray(args)
+            argumentCount = 2
         }
         budget.pointee.overBudget = 0
         // A kill leaves the hook firing on every instruction; back to the usual interval.
         cairn_lua_install_hook(L, LuaState.hookInterval)
         budget.pointee.limit = budget.pointee.used + LuaState.memoryPerScript
-        let status = lua_pcall(L, 0, 1, base + 1)
+        let status = lua_pcall(L, argumentCount, 1, base + 1)
         budget.pointee.limit = 0
         // A kill (or a stop for a retry) ends with this run: the next starts clean.
         budget.pointee.killRequested = 0
@@ -136,7 +161,7 @@ final class LuaState {
         if status == 0 {
             LuaReplies.write(L, to: &out, scriptResp: run.resp)
         } else {
-            out.error(errorText(status: status, sha: run.sha))
+            out.error(errorText(status: status, name: run.target.errorName))
         }
         runsSinceCollect += 1
         if runsSinceCollect >= 50 {
@@ -146,7 +171,7 @@ final class LuaState {
     }
 
     /// A failed run's reply text, from the error object on top of the stack.
-    private func errorText(status: Int32, sha: String) -> String {
+    private func errorText(status: Int32, name sha: String) -> String {
         guard lua_type(L, -1) == LUA_TTABLE else {
             let message = status == LUA_ERRMEM ? "not enough memory" : LuaState.text(L, -1)
             return "ERR Error running script \(sha), \(message)"
@@ -166,15 +191,20 @@ final class LuaState {
         return "\(err) script: \(sha), on \(source):\(line)."
     }
 
-    /// Sets a global (in the real globals table behind the sandbox) to an array of strings.
-    private func setGlobalArray(_ name: String, _ items: [[UInt8]]) {
+    /// Sets a global (in the real globals table behind the sandbox) to an array of strings,
+    /// or removes it (nil).
+    private func setGlobalArray(_ name: String, _ items: [[UInt8]]?) {
         lua_getfield(L, cairn_lua_registryindex(), "cairn.globals")
+        if let items { pushArray(items) } else { lua_pushnil(L) }
+        lua_setfield(L, -2, name)
+        lua_settop(L, -2)
+    }
+
+    private func pushArray(_ items: [[UInt8]]) {
         lua_createtable(L, Int32(clamping: items.count), 0)
         for (i, item) in items.enumerated() {
             LuaState.pushBytes(L, item)
             lua_rawseti(L, -2, Int32(i + 1))
         }
-        lua_setfield(L, -2, name)
-        lua_settop(L, -2)
     }
 }

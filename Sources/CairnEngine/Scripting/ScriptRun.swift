@@ -1,6 +1,24 @@
 import CLua
 import RESP
 
+/// What a run runs: a script of the cache (EVAL, EVALSHA) or a library's function (FCALL).
+enum ScriptTarget: Equatable {
+    case script(sha: String)
+    case function(library: String, name: String)
+
+    /// How its errors name it (`script: <name>, on ...`).
+    var errorName: String {
+        switch self {
+        case .script(let sha): sha
+        case .function(_, let name): name
+        }
+    }
+
+    var isFunction: Bool {
+        if case .function = self { true } else { false }
+    }
+}
+
 /// One running script as `redis.call` sees it: whose it is, which lock stripes it holds, and
 /// what it did so far.
 ///
@@ -10,7 +28,7 @@ import RESP
 final class ScriptRun {
     let engine: Engine
     let session: Session
-    let sha: String
+    let target: ScriptTarget
     /// EVAL_RO, EVALSHA_RO, or a `#!lua flags=no-writes` script: writes are refused.
     let readOnly: Bool
     /// The family the held stripes belong to (the session's when the script started).
@@ -31,12 +49,12 @@ final class ScriptRun {
     let stop: () -> Void
 
     init(
-        engine: Engine, session: Session, sha: String, readOnly: Bool, held: Set<Int>?, insideExec: Bool,
+        engine: Engine, session: Session, target: ScriptTarget, readOnly: Bool, held: Set<Int>?, insideExec: Bool,
         onFirstWrite: @escaping () -> Void, stop: @escaping () -> Void
     ) {
         self.engine = engine
         self.session = session
-        self.sha = sha
+        self.target = target
         self.readOnly = readOnly
         self.family = session.family
         self.held = held

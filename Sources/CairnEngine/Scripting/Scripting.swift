@@ -21,7 +21,7 @@ import Synchronization
 /// `@unchecked Sendable`: the Lua state is reached only under `lua`'s lock; `budget` points
 /// into it and only its kill flag is written from other threads (see `LuaState`).
 final class Scripting: @unchecked Sendable {
-    private let lua: Mutex<LuaState>
+    let lua: Mutex<LuaState>
     private let budget: UnsafeMutablePointer<cairn_lua_budget>
     /// Script bodies by SHA1 (SCRIPT EXISTS reads this without waiting for a running script).
     private let bodies = Mutex<[String: [UInt8]]>([:])
@@ -31,6 +31,10 @@ final class Scripting: @unchecked Sendable {
     private let runningSession = Atomic<Int64>(0)
     /// Whether it ran a write command (then SCRIPT KILL refuses, as Redis does).
     private let runningWrote = Atomic<Bool>(false)
+    /// What runs and the request that ran it (FUNCTION STATS, the BUSY texts); nil when none.
+    private let running = Mutex<(target: ScriptTarget, argv: [[UInt8]])?>(nil)
+    /// The function libraries (Functions.swift); changed only under `lua`'s lock.
+    let libraries = Mutex(LoadedLibraries())
     /// Set by SHUTDOWN: the running script ends and its staged writes are dropped.
     private let shuttingDown = Atomic<Bool>(false)
 
@@ -93,31 +97,47 @@ final class Scripting: @unchecked Sendable {
         _ call: Call, sha: String, body: [UInt8]?, keys: [[UInt8]], args: [[UInt8]], readOnly: Bool,
         out: inout RESPWriter
     ) throws(CommandError) {
-        let engine = call.engine
-        let session = call.session
         let stored = body ?? bodies.withLock { $0[sha] }
         guard let stored else { throw ScriptingCommands.noScript }
         let (source, noWrites) = try Scripting.stripShebang(stored)
+        try execute(call, .script(sha: sha), keys: keys, args: args, readOnly: readOnly || noWrites, out: &out) {
+            (state: LuaState) throws(CommandError) in
+            try state.compile(sha, source)
+            if body != nil { self.bodies.withLock { $0[sha] = stored } }
+        }
+    }
+
+    /// Runs `target` under the locks of its keys (or every stripe), one run at a time, and
+    /// writes its reply to `out`. `prepare` runs first under the Lua state's lock.
+    func execute(
+        _ call: Call, _ target: ScriptTarget, keys: [[UInt8]], args: [[UInt8]], readOnly: Bool, out: inout RESPWriter,
+        prepare: @escaping (LuaState) throws(CommandError) -> Void
+    ) throws(CommandError) {
+        let engine = call.engine
+        let session = call.session
         let version = out.version
-        let readOnly = readOnly || noWrites
+        let argv = call.argv
         // Stripes first, then the Lua state, on every path (EXEC takes its stripes before it
         // runs a queued EVAL): one order, so no deadlock between a script and an EXEC.
         let once = { (held: Set<Int>?, insideExec: Bool) throws(CommandError) -> [UInt8]? in
             try self.lua.withLock { (state: inout LuaState) throws(CommandError) -> [UInt8]? in
                 self.budget.pointee.killRequested = 0
-                try state.compile(sha, source)
-                if body != nil { self.bodies.withLock { $0[sha] = stored } }
+                try prepare(state)
                 self.runningWrote.store(false, ordering: .relaxed)
                 self.runningSession.store(session.id, ordering: .relaxed)
+                self.running.withLock { $0 = (target, argv) }
                 self.runningSince.store(Clock.milliseconds(), ordering: .releasing)
-                defer { self.runningSince.store(0, ordering: .releasing) }
+                defer {
+                    self.runningSince.store(0, ordering: .releasing)
+                    self.running.withLock { $0 = nil }
+                }
                 if insideExec {
-                    let run = self.makeRun(engine, session, sha, readOnly, held: held, insideExec: true)
+                    let run = self.makeRun(engine, session, target, readOnly, held: held, insideExec: true)
                     var out = RESPWriter(version: version)
                     state.call(run, keys: keys, args: args, out: &out)
                     return out.bytes
                 }
-                return try self.attempt(engine, session, sha, readOnly, held: held, state: state, keys: keys, args: args, version: version)
+                return try self.attempt(engine, session, target, readOnly, held: held, state: state, keys: keys, args: args, version: version)
             }
         }
         let family = session.family
@@ -134,10 +154,10 @@ final class Scripting: @unchecked Sendable {
         out.bytes.append(contentsOf: reply)
     }
 
-    private func makeRun(_ engine: Engine, _ session: Session, _ sha: String, _ readOnly: Bool, held: Set<Int>?, insideExec: Bool) -> ScriptRun {
+    private func makeRun(_ engine: Engine, _ session: Session, _ target: ScriptTarget, _ readOnly: Bool, held: Set<Int>?, insideExec: Bool) -> ScriptRun {
         let budget = self.budget
         return ScriptRun(
-            engine: engine, session: session, sha: sha, readOnly: readOnly, held: held, insideExec: insideExec,
+            engine: engine, session: session, target: target, readOnly: readOnly, held: held, insideExec: insideExec,
             onFirstWrite: { self.runningWrote.store(true, ordering: .relaxed) },
             stop: { budget.pointee.killRequested = 1 })
     }
@@ -145,7 +165,7 @@ final class Scripting: @unchecked Sendable {
     /// One run holding `held` (nil: every stripe) in a transaction of its own: the reply, or
     /// nil when the script touched a key outside `held` (run it again with every stripe).
     private func attempt(
-        _ engine: Engine, _ session: Session, _ sha: String, _ readOnly: Bool, held: Set<Int>?, state: LuaState,
+        _ engine: Engine, _ session: Session, _ target: ScriptTarget, _ readOnly: Bool, held: Set<Int>?, state: LuaState,
         keys: [[UInt8]], args: [[UInt8]], version: RESPVersion
     ) throws(CommandError) -> [UInt8]? {
         let tx = Transaction()
@@ -156,7 +176,7 @@ final class Scripting: @unchecked Sendable {
             // As in Redis 7, a script's SELECT (here CF.USE) does not outlive it.
             if session.family !== family { session.family = family }
         }
-        let run = makeRun(engine, session, sha, readOnly, held: held, insideExec: false)
+        let run = makeRun(engine, session, target, readOnly, held: held, insideExec: false)
         var out = RESPWriter(version: version)
         state.call(run, keys: keys, args: args, out: &out)
         if run.needsEveryStripe && held != nil { return nil }
@@ -184,16 +204,38 @@ final class Scripting: @unchecked Sendable {
         let threshold = engine.configuration.busyReplyThreshold
         guard threshold > 0, Clock.milliseconds() - since >= Int64(threshold) else { return nil }
         if Scripting.allowedWhileBusy.contains(command.name) { return nil }
-        return CommandError("BUSY", "Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+        return busyError(function: runningTarget?.isFunction ?? false)
     }
 
     static let allowedWhileBusy: Set<String> = [
         "auth", "hello", "multi", "discard", "watch", "unwatch", "quit", "shutdown", "script|kill", "function|kill",
+        "function|stats",
     ]
 
-    /// SCRIPT KILL: stops the running script unless it wrote.
-    func kill() throws(CommandError) {
-        guard runningSince.load(ordering: .acquiring) != 0 else {
+    /// Redis's BUSY texts: which KILL ends what runs.
+    func busyError(function: Bool) -> CommandError {
+        CommandError("BUSY", "Redis is busy running a script. You can only call \(function ? "FUNCTION" : "SCRIPT") KILL or SHUTDOWN NOSAVE.")
+    }
+
+    /// Whether `session`'s script is running now (its commands are the script's).
+    func isRunning(for session: Session) -> Bool {
+        runningSince.load(ordering: .acquiring) != 0 && runningSession.load(ordering: .relaxed) == session.id
+    }
+
+    /// What runs now, if anything.
+    var runningTarget: ScriptTarget? { running.withLock { $0?.target } }
+
+    /// The running function for FUNCTION STATS: its name, the request, milliseconds so far.
+    var runningFunction: (name: String, argv: [[UInt8]], milliseconds: Int64)? {
+        let since = runningSince.load(ordering: .acquiring)
+        guard since != 0, let now = running.withLock({ $0 }), case .function(_, let name) = now.target else { return nil }
+        return (name, now.argv, max(0, Clock.milliseconds() - since))
+    }
+
+    /// SCRIPT KILL (`function` false) or FUNCTION KILL: stops the running script unless it
+    /// wrote, or it is of the other kind (Redis's BUSY text naming the right KILL).
+    func kill(function: Bool = false) throws(CommandError) {
+        guard runningSince.load(ordering: .acquiring) != 0, let target = runningTarget else {
             throw CommandError("NOTBUSY", "No scripts in execution right now.")
         }
         guard !runningWrote.load(ordering: .relaxed) else {
@@ -202,6 +244,7 @@ final class Scripting: @unchecked Sendable {
                 "Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
             )
         }
+        guard target.isFunction == function else { throw busyError(function: target.isFunction) }
         budget.pointee.killRequested = 1
     }
 

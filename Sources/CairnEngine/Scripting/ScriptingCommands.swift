@@ -18,7 +18,7 @@ enum ScriptingCommands {
         evalCommand("evalsha_ro", summary: "Executes a read-only server-side Lua script by SHA1 digest.", bySHA: true, readOnly: true),
         Command("script", arity: -2, group: "scripting", since: "2.6.0", summary: "A container for Lua scripts management commands.",
                 subcommands: scriptSubcommands) { _, _ throws(CommandError) in },
-    ]
+    ] + FunctionCommands.all
 
     /// The keys of an EVAL-style request: `numkeys` then that many keys (none when malformed).
     static func declaredKeys(_ argv: [[UInt8]]) -> [[UInt8]] {
@@ -70,7 +70,7 @@ enum ScriptingCommands {
         },
         Command("script|kill", arity: 2, flags: [.stale], group: "scripting", since: "2.6.0",
                 summary: "Terminates a server-side Lua script during execution.") { call, out throws(CommandError) in
-            try call.engine.scripting.kill()
+            try call.engine.scripting.kill(function: false)
             out.simpleString("OK")
         },
         Command("script|help", arity: 2, flags: [.stale], group: "scripting", since: "5.0.0",

@@ -1,0 +1,223 @@
+import RESP
+
+/// Redis 7 functions: FCALL, FCALL_RO and FUNCTION LOAD / DELETE / FLUSH / LIST / DUMP /
+/// RESTORE / STATS / KILL / HELP.
+/// https://redis.io/docs/latest/develop/interact/programmability/functions-intro/
+///
+/// Functions run exactly as scripts do (`Scripting.execute`: the declared keys' locks, one
+/// write batch, BUSY and KILL); libraries persist in the database (Functions.swift). Commands
+/// that may wait for a running script (they need the Lua state) run off the workers (`.long`).
+enum FunctionCommands {
+    static let notFound = CommandError("ERR", "Function not found")
+
+    static let all: [Command] = [
+        fcallCommand("fcall", summary: "Invokes a function.", readOnly: false),
+        fcallCommand("fcall_ro", summary: "Invokes a read-only function.", readOnly: true),
+        Command("function", arity: -2, group: "scripting", since: "7.0.0", summary: "A container for function commands.",
+                subcommands: subcommands) { _, _ throws(CommandError) in },
+    ]
+
+    private static func fcallCommand(_ name: String, summary: String, readOnly: Bool) -> Command {
+        Command(name, arity: -3, flags: readOnly ? [.readonly, .long, .stale] : [.long, .stale], group: "scripting",
+                since: "7.0.0", summary: summary, arguments: "function numkeys [key [key ...]] [arg [arg ...]]") {
+            call, out throws(CommandError) in
+            let scripting = call.engine.scripting
+            guard let (library, function) = try scripting.libraries(call.engine).function(named: call.text(1)) else { throw notFound }
+            guard let n = Bytes.int64(call[2]) else { throw CommandError("ERR", "Bad number of keys provided") }
+            guard n >= 0 else { throw CommandError("ERR", "Number of keys can't be negative") }
+            guard n <= call.count - 3 else { throw CommandError("ERR", "Number of keys can't be greater than number of args") }
+            if readOnly && !function.noWrites {
+                throw CommandError("ERR", "Can not execute a script with write flag using *_ro command.")
+            }
+            let keys = Array(call.argv[3..<(3 + Int(n))])
+            let args = Array(call.argv[(3 + Int(n))...])
+            try scripting.execute(
+                call, .function(library: library.name, name: function.name), keys: keys, args: args,
+                readOnly: function.noWrites, out: &out
+            ) { _ throws(CommandError) in }
+        }.movingKeys(ScriptingCommands.declaredKeys)
+    }
+
+    static let subcommands: [Command] = [
+        Command("function|load", arity: -3, flags: [.write, .long], group: "scripting", since: "7.0.0",
+                summary: "Creates a library.", arguments: "[REPLACE] function-code") { call, out throws(CommandError) in
+            var replace = false
+            for i in 2..<(call.count - 1) {
+                guard call[i].isKeyword("REPLACE") else { throw CommandError("ERR", "Unknown option given: \(call.text(i))") }
+                replace = true
+            }
+            out.bulk(try call.engine.scripting.loadLibrary(call.engine, code: call[call.count - 1], replace: replace))
+        },
+        Command("function|delete", arity: 3, flags: [.write, .long], group: "scripting", since: "7.0.0",
+                summary: "Deletes a library and its functions.", arguments: "library-name") { call, out throws(CommandError) in
+            try call.engine.scripting.deleteLibrary(call.engine, name: call.text(2))
+            out.simpleString("OK")
+        },
+        Command("function|flush", arity: -2, flags: [.write, .long], group: "scripting", since: "7.0.0",
+                summary: "Deletes all libraries and functions.", arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
+            if call.count > 3 {
+                throw CommandError("ERR", "unknown subcommand or wrong number of arguments for '\(call.text(1))'. Try FUNCTION HELP.")
+            }
+            if call.count == 3 && !call[2].isKeyword("ASYNC") && !call[2].isKeyword("SYNC") {
+                throw CommandError("ERR", "FUNCTION FLUSH only supports SYNC|ASYNC option")
+            }
+            try call.engine.scripting.flushLibraries(call.engine)
+            out.simpleString("OK")
+        },
+        Command("function|list", arity: -2, flags: [.long], group: "scripting", since: "7.0.0",
+                summary: "Returns information about all libraries.", arguments: "[LIBRARYNAME library-name-pattern] [WITHCODE]") {
+            call, out throws(CommandError) in
+            var withCode = false
+            var pattern: [UInt8]?
+            var i = 2
+            while i < call.count {
+                if call[i].isKeyword("WITHCODE") && !withCode {
+                    withCode = true
+                } else if call[i].isKeyword("LIBRARYNAME") && pattern == nil {
+                    guard i + 1 < call.count else { throw CommandError("ERR", "library name argument was not given") }
+                    i += 1
+                    pattern = call[i]
+                } else {
+                    throw CommandError("ERR", "Unknown argument \(call.text(i))")
+                }
+                i += 1
+            }
+            let libraries = try call.engine.scripting.libraries(call.engine).sorted.filter { library in
+                pattern.map { Glob.matches($0, Array(library.name.utf8)) } ?? true
+            }
+            out.arrayHeader(libraries.count)
+            for library in libraries { write(library, withCode: withCode, to: &out) }
+        },
+        Command("function|dump", arity: 2, flags: [.long], group: "scripting", since: "7.0.0",
+                summary: "Dumps all libraries into a serialized binary payload.") { call, out throws(CommandError) in
+            out.bulk(FunctionPayload.encode(try call.engine.scripting.libraries(call.engine).sorted.map(\.code)))
+        },
+        Command("function|restore", arity: -3, flags: [.write, .long], group: "scripting", since: "7.0.0",
+                summary: "Restores all libraries from a payload.", arguments: "serialized-value [FLUSH|APPEND|REPLACE]") {
+            call, out throws(CommandError) in
+            if call.count > 4 {
+                throw CommandError("ERR", "unknown subcommand or wrong number of arguments for '\(call.text(1))'. Try FUNCTION HELP.")
+            }
+            var policy = Scripting.RestorePolicy.append
+            if call.count == 4 {
+                if call[3].isKeyword("FLUSH") {
+                    policy = .flush
+                } else if call[3].isKeyword("APPEND") {
+                    policy = .append
+                } else if call[3].isKeyword("REPLACE") {
+                    policy = .replace
+                } else {
+                    throw CommandError("ERR", "Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+                }
+            }
+            try call.engine.scripting.restoreLibraries(call.engine, payload: call[2], policy: policy)
+            out.simpleString("OK")
+        },
+        Command("function|stats", arity: 2, flags: [.stale], group: "scripting", since: "7.0.0",
+                summary: "Returns information about a function during execution.") { call, out throws(CommandError) in
+            let scripting = call.engine.scripting
+            if let target = scripting.runningTarget, !target.isFunction { throw scripting.busyError(function: false) }
+            let set = try scripting.libraries(call.engine)
+            out.mapHeader(2)
+            out.bulk("running_script")
+            if let running = scripting.runningFunction {
+                out.mapHeader(3)
+                out.bulk("name")
+                out.bulk(running.name)
+                out.bulk("command")
+                out.arrayHeader(running.argv.count)
+                for a in running.argv { out.bulk(a) }
+                out.bulk("duration_ms")
+                out.integer(running.milliseconds)
+            } else {
+                out.null()
+            }
+            out.bulk("engines")
+            out.mapHeader(1)
+            out.bulk("LUA")
+            out.mapHeader(2)
+            out.bulk("libraries_count")
+            out.integer(set.byName.count)
+            out.bulk("functions_count")
+            out.integer(set.functionCount)
+        },
+        Command("function|kill", arity: 2, flags: [.stale], group: "scripting", since: "7.0.0",
+                summary: "Terminates a function during execution.") { call, out throws(CommandError) in
+            try call.engine.scripting.kill(function: true)
+            out.simpleString("OK")
+        },
+        Command("function|help", arity: 2, flags: [.stale], group: "scripting", since: "7.0.0",
+                summary: "Returns helpful text about the different subcommands.") { _, out throws(CommandError) in
+            out.arrayHeader(help.count)
+            for l in help { out.simpleString(l) }
+        },
+    ]
+
+    /// One library as FUNCTION LIST gives it.
+    private static func write(_ library: FunctionLibrary, withCode: Bool, to out: inout RESPWriter) {
+        out.mapHeader(withCode ? 4 : 3)
+        out.bulk("library_name")
+        out.bulk(library.name)
+        out.bulk("engine")
+        out.bulk("LUA")
+        out.bulk("functions")
+        out.arrayHeader(library.functions.count)
+        for f in library.functions {
+            out.mapHeader(3)
+            out.bulk("name")
+            out.bulk(f.name)
+            out.bulk("description")
+            if let d = f.description { out.bulk(d) } else { out.null() }
+            out.bulk("flags")
+            out.setHeader(f.flags.count)
+            for flag in f.flags { out.bulk(flag) }
+        }
+        if withCode {
+            out.bulk("library_code")
+            out.bulk(library.code)
+        }
+    }
+
+    static let help = [
+        "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "LOAD [REPLACE] <FUNCTION CODE>",
+        "    Create a new library with the given library name and code.",
+        "DELETE <LIBRARY NAME>",
+        "    Delete the given library.",
+        "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+        "    Return general information on all the libraries:",
+        "    * Library name",
+        "    * The engine used to run the Library",
+        "    * Library description",
+        "    * Functions list",
+        "    * Library code (if WITHCODE is given)",
+        "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+        "STATS",
+        "    Return information about the current function running:",
+        "    * Function name",
+        "    * Command used to run the function",
+        "    * Duration in MS that the function is running",
+        "    If no function is running, return nil",
+        "    In addition, returns a list of available engines.",
+        "KILL",
+        "    Kill the current running function.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Delete all the libraries.",
+        "    When called without the optional mode argument, the behavior is determined by the",
+        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+        "    * ASYNC: Asynchronously flush the libraries.",
+        "    * SYNC: Synchronously flush the libraries.",
+        "DUMP",
+        "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+        "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+        "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+        "    control how to handle existing libraries (default APPEND):",
+        "    * FLUSH: delete all existing libraries.",
+        "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+        "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+        "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+        "      in case of functions name collision with another library).",
+        "HELP",
+        "    Prints this help.",
+    ]
+}

@@ -1,0 +1,457 @@
+"""Replication against real cairnd processes: a primary and replicas on loopback.
+
+Replicas start from a checkpoint of the primary and then apply its WAL batches in order, so at
+equal offsets (sequence numbers) their data is the primary's; DEBUG DIGEST compares them.
+"""
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+import redis
+
+from conftest import Cairnd
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_until(condition, timeout=30, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if condition():
+                return
+        except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def info(server, section="replication"):
+    return server.client().info(section)
+
+
+def offset(server):
+    return info(server)["master_repl_offset"]
+
+
+def caught_up(primary, *replicas):
+    """All replicas linked and at the primary's offset (with no writes in flight)."""
+    target = offset(primary)
+    return all(info(r).get("master_link_status") == "up" and offset(r) == target for r in replicas)
+
+
+def digest(server):
+    return server.client().execute_command("DEBUG", "DIGEST")
+
+
+@pytest.fixture
+def servers():
+    made = []
+
+    def make(*args, port=None):
+        s = Cairnd(list(args) + (["--port", str(port)] if port else []))
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.cleanup()
+
+
+def follow(replica, primary):
+    assert replica.client().execute_command("REPLICAOF", "127.0.0.1", primary.port) == b"OK"
+
+
+def mixed_load(primary, stop, errors, rounds=None):
+    """SETs, MERGEs in a family, EXEC batches, DELRANGE, collections, family create/drop."""
+    r = primary.client()
+    fam = primary.client()
+    n = 0
+    try:
+        r.execute_command("CF.CREATE", "counters", "MERGE", "add")
+        fam.execute_command("CF.USE", "counters")
+        while not stop.is_set() and (rounds is None or n < rounds):
+            p = r.pipeline(transaction=False)
+            for i in range(50):
+                p.set(f"k:{n}:{i}", f"v{n}-{i}")
+            p.execute()
+            for i in range(5):
+                fam.execute_command("MERGE", f"c{i}", n + 1)
+            tx = r.pipeline(transaction=True)
+            tx.incr("tx:count")
+            tx.hset("tx:hash", f"f{n % 7}", n)
+            tx.zadd("tx:z", {f"m{n % 11}": n})
+            tx.rpush("tx:list", n)
+            tx.execute()
+            if n % 5 == 4:
+                r.execute_command("DELRANGE", f"[k:{n - 4}:", f"(k:{n - 3}:")
+            if n % 10 == 9:
+                name = f"tmp{n}"
+                r.execute_command("CF.CREATE", name)
+                c = primary.client()
+                c.execute_command("CF.USE", name)
+                c.set("inside", n)
+                c.close()
+                if n % 20 == 19:
+                    r.execute_command("CF.DROP", name)
+            n += 1
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(e)
+    return n
+
+
+def test_two_replicas_hold_the_primarys_data_under_a_mixed_load(servers):
+    primary = servers()
+    a = servers()
+    b = servers()
+    primary.client().mset({f"before:{i}": i for i in range(500)})
+    follow(a, primary)
+    follow(b, primary)
+    stop, errors = threading.Event(), []
+    t = threading.Thread(target=mixed_load, args=(primary, stop, errors))
+    t.start()
+    time.sleep(3)
+    stop.set()
+    t.join()
+    assert not errors, errors
+    assert primary.client().execute_command("WAIT", 2, 10000) == 2
+    wait_until(lambda: caught_up(primary, a, b), what="replicas to catch up")
+    d = digest(primary)
+    assert d != b"0" * 40
+    assert digest(a) == d and digest(b) == d
+    # Families created and dropped on the primary are created and dropped on the replicas.
+    assert sorted(a.client().execute_command("CF.LIST")) == sorted(primary.client().execute_command("CF.LIST"))
+    ra = a.client()
+    ra.execute_command("CF.USE", "counters")
+    rp = primary.client()
+    rp.execute_command("CF.USE", "counters")
+    assert ra.get("c0") == rp.get("c0") and ra.get("c0") is not None
+    # INFO and ROLE describe both sides as Redis does.
+    pi = info(primary)
+    assert pi["role"] == "master" and pi["connected_slaves"] == 2
+    assert pi["slave0"]["state"] == "online" and pi["slave0"]["offset"] == pi["master_repl_offset"]
+    ai = info(a)
+    assert ai["role"] == "slave" and ai["master_link_status"] == "up" and ai["master_port"] == primary.port
+    assert ai["master_replid"] == pi["master_replid"] and len(pi["master_replid"]) == 40
+    role = primary.client().execute_command("ROLE")
+    assert role[0] == b"master" and role[1] == pi["master_repl_offset"] and len(role[2]) == 2
+    assert sorted(int(x[1]) for x in role[2]) == sorted([a.port, b.port])
+    rrole = a.client().execute_command("ROLE")
+    assert rrole[:4] == [b"slave", b"127.0.0.1", primary.port, b"connected"]
+
+
+def test_a_replica_refuses_writes_by_every_path(servers):
+    primary = servers()
+    replica = servers()
+    primary.client().set("k", "v")
+    follow(replica, primary)
+    wait_until(lambda: caught_up(primary, replica))
+    r = replica.client()
+    assert r.get("k") == b"v"
+    for command in (("SET", "k", "x"), ("HSET", "h", "f", "v"), ("LPUSH", "l", "a"), ("DEL", "k"), ("FLUSHALL",), ("CF.CREATE", "x")):
+        with pytest.raises(redis.ReadOnlyError, match="You can't write against a read only replica"):
+            r.execute_command(*command)
+    p = r.pipeline(transaction=False)
+    p.set("a", 1)
+    p.incr("b")
+    p.get("k")
+    results = p.execute(raise_on_error=False)
+    assert isinstance(results[0], redis.ReadOnlyError) and isinstance(results[1], redis.ReadOnlyError) and results[2] == b"v"
+    tx = r.pipeline(transaction=True)
+    tx.set("a", 1)
+    with pytest.raises((redis.ReadOnlyError, redis.ResponseError)):
+        tx.execute()
+    with pytest.raises(redis.ReadOnlyError, match="You can't write against a read only replica"):
+        r.eval("return redis.call('set', 'a', 1)", 0)
+    assert r.get("a") is None and r.get("k") == b"v"
+    with pytest.raises(redis.ResponseError, match="WAIT cannot be used with replica instances"):
+        r.execute_command("WAIT", 1, 0)
+
+
+def test_a_killed_replica_resumes_with_a_partial_sync(servers):
+    primary = servers("--appendfsync", "always")
+    replica = servers("--appendfsync", "always")
+    follow(replica, primary)
+    stop, errors = threading.Event(), []
+    t = threading.Thread(target=mixed_load, args=(primary, stop, errors))
+    t.start()
+    time.sleep(1.5)
+    replica.stop(signal.SIGKILL)
+    time.sleep(1)
+    # It restarts with no REPLICAOF in its config: point it at the primary again.
+    replica.start()
+    follow(replica, primary)
+    time.sleep(1)
+    stop.set()
+    t.join()
+    assert not errors, errors
+    wait_until(lambda: caught_up(primary, replica))
+    stats = primary.client().info("stats")
+    assert stats["sync_full"] == 1 and stats["sync_partial_ok"] == 1, stats
+    assert digest(replica) == digest(primary)
+
+
+def test_a_replica_killed_during_a_full_sync_keeps_its_old_data_and_retries(servers):
+    primary = servers()
+    replica = servers()
+    p = primary.client()
+    for i in range(40):
+        p.mset({f"big:{i}:{j}": os.urandom(100_000) for j in range(25)})  # ~100 MB, incompressible
+    old = replica.client()
+    old.mset({f"old:{i}": i for i in range(1000)})
+    old_digest = digest(replica)
+    staging = os.path.join(replica.directory, "data", "restore-staging")
+    follow(replica, primary)
+    deadline = time.time() + 30
+    while not os.path.isdir(staging) and time.time() < deadline:
+        time.sleep(0.005)
+    assert os.path.isdir(staging), "the full sync never started"
+    replica.stop(signal.SIGKILL)
+    replica.start()
+    r = replica.client()
+    assert info(replica)["role"] == "master"  # REPLICAOF was not saved with CONFIG REWRITE
+    assert r.dbsize() == 1000 and digest(replica) == old_digest
+    assert not os.path.exists(staging)
+    log = open(os.path.join(replica.directory, "cairnd.log"), errors="replace").read()
+    assert "full sync from the primary was interrupted" in log
+    follow(replica, primary)
+    wait_until(lambda: caught_up(primary, replica), timeout=60)
+    assert digest(replica) == digest(primary)
+    assert r.get("old:1") is None
+
+
+def test_a_killed_primary_comes_back_and_its_replicas_resynchronise(servers):
+    port = free_port()
+    primary = servers("--appendfsync", "always", port=port)
+    replica = servers()
+    follow(replica, primary)
+    primary.client().mset({f"a{i}": i for i in range(1000)})
+    wait_until(lambda: caught_up(primary, replica))
+    first_id = info(primary)["master_replid"]
+    primary.stop(signal.SIGKILL)
+    wait_until(lambda: info(replica)["master_link_status"] == "down", what="link down")
+    assert replica.client().get("a5") == b"5"  # still serving reads
+    primary.start()
+    assert primary.port == port
+    # After a crash the primary starts a new history: the replica syncs in full.
+    assert info(primary)["master_replid"] != first_id
+    primary.client().set("after", "crash")
+    wait_until(lambda: caught_up(primary, replica))
+    assert replica.client().get("after") == b"crash"
+    assert digest(replica) == digest(primary)
+    # A clean restart keeps the history: the replica continues with a partial sync.
+    second_id = info(primary)["master_replid"]
+    primary.stop()
+    primary.start()
+    assert info(primary)["master_replid"] == second_id
+    primary.client().set("after", "restart")
+    wait_until(lambda: caught_up(primary, replica))
+    assert replica.client().get("after") == b"restart"
+    assert primary.client().info("stats")["sync_partial_ok"] >= 1
+
+
+def test_a_promoted_replica_lets_the_others_continue_partially(servers):
+    primary = servers()
+    a = servers()
+    b = servers()
+    follow(a, primary)
+    follow(b, primary)
+    primary.client().mset({f"x{i}": i for i in range(100)})
+    wait_until(lambda: caught_up(primary, a, b))
+    old_id = info(primary)["master_replid"]
+    assert a.client().execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    ia = info(a)
+    assert ia["role"] == "master" and ia["master_replid2"] == old_id and ia["master_replid"] != old_id
+    # The old primary was up: it handed over and follows the promoted replica by itself.
+    assert info(primary).get("master_port") == a.port
+    a.client().set("promoted", 1)
+    follow(b, a)
+    assert primary.client().execute_command("REPLICAOF", "127.0.0.1", a.port) == b"OK Already connected to specified master"
+    wait_until(lambda: caught_up(a, b, primary))
+    stats = a.client().info("stats")
+    assert stats["sync_partial_ok"] == 2 and stats["sync_full"] == 0, stats
+    assert digest(b) == digest(a) == digest(primary)
+    assert primary.client().get("promoted") == b"1"
+    with pytest.raises(redis.ReadOnlyError):
+        primary.client().set("x", 1)
+
+
+def test_wait_counts_replicas_that_acknowledged(servers):
+    primary = servers()
+    replica = servers()
+    r = primary.client()
+    assert r.execute_command("WAIT", 0, 0) == 0
+    started = time.time()
+    assert r.execute_command("WAIT", 1, 200) == 0
+    assert 0.15 < time.time() - started < 5
+    follow(replica, primary)
+    wait_until(lambda: caught_up(primary, replica))
+    r.set("k", "v")
+    assert r.execute_command("WAIT", 1, 0) == 1
+    started = time.time()
+    assert r.execute_command("WAIT", 2, 300) == 1
+    assert time.time() - started >= 0.25
+    with pytest.raises(redis.ResponseError, match="timeout is negative"):
+        r.execute_command("WAIT", 1, -1)
+    # A replica's own write count is checked by the primary's WAIT after every write.
+    for i in range(50):
+        r.set(f"w{i}", i)
+        assert r.execute_command("WAIT", 1, 5000) == 1
+        assert replica.client().get(f"w{i}") == str(i).encode()
+
+
+def test_failover_hands_the_primary_role_to_a_replica_losing_no_write(servers):
+    primary = servers()
+    a = servers()
+    follow(a, primary)
+    wait_until(lambda: caught_up(primary, a))
+    r = primary.client()
+    with pytest.raises(redis.ResponseError, match="No failover in progress"):
+        r.execute_command("FAILOVER", "ABORT")
+    with pytest.raises(redis.ResponseError, match="FAILOVER target HOST and PORT is not a replica"):
+        r.execute_command("FAILOVER", "TO", "127.0.0.1", 1)
+    with pytest.raises(redis.ResponseError, match="FAILOVER is not valid when server is a replica"):
+        a.client().execute_command("FAILOVER")
+    acknowledged, refused = [], []
+    stop = threading.Event()
+
+    def write():
+        w = primary.client()
+        i = 0
+        while not stop.is_set():
+            try:
+                w.set(f"f{i}", i)
+                acknowledged.append(i)
+            except redis.ReadOnlyError:
+                refused.append(i)
+                time.sleep(0.01)
+            i += 1
+
+    t = threading.Thread(target=write)
+    t.start()
+    time.sleep(1)
+    assert r.execute_command("FAILOVER", "TO", "127.0.0.1", a.port) == b"OK"
+    wait_until(lambda: info(a)["role"] == "master" and info(primary).get("master_port") == a.port, what="the hand-over")
+    time.sleep(0.3)
+    stop.set()
+    t.join()
+    assert refused, "the old primary kept taking writes"
+    ra = a.client()
+    missing = [i for i in acknowledged if ra.get(f"f{i}") != str(i).encode()]
+    assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged writes lost"
+    wait_until(lambda: caught_up(a, primary))
+    assert info(primary)["master_failover_state"] == "no-failover"
+    assert a.client().info("stats")["sync_partial_ok"] >= 1
+    assert digest(primary) == digest(a)
+    # REPLICAOF NO ONE on a replica whose primary is up hands over the same way.
+    assert primary.client().execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    assert info(primary)["role"] == "master"
+    wait_until(lambda: info(a).get("master_port") == primary.port and info(a)["master_link_status"] == "up", what="the second hand-over")
+    primary.client().set("back", 1)
+    wait_until(lambda: caught_up(primary, a))
+    assert a.client().get("back") == b"1"
+
+
+def test_masterauth_and_client_kill_by_type(servers):
+    primary = servers("--requirepass", "s3cret")
+    replica = servers("--set", "masterauth=wrong")
+    rc = replica.client()
+    rc.execute_command("REPLICAOF", "127.0.0.1", primary.port)
+    wait_until(lambda: "masterauth" in open(os.path.join(replica.directory, "cairnd.log"), errors="replace").read(),
+               what="the refused AUTH to be logged")
+    assert info(replica)["master_link_status"] == "down"
+    rc.config_set("masterauth", "s3cret")
+    p = primary.client(password="s3cret")
+    p.set("k", "v")
+    wait_until(lambda: info(replica)["master_link_status"] == "up" and rc.get("k") == b"v", what="the link with the right password")
+    sub = primary.client(password="s3cret").pubsub()
+    sub.subscribe("news")
+    sub.get_message(timeout=1)
+    other = primary.client(password="s3cret")
+    other.ping()
+    with pytest.raises(redis.ResponseError, match="Unknown client type 'bogus'"):
+        p.execute_command("CLIENT", "KILL", "TYPE", "bogus")
+    listed = p.client_list()
+    assert [c["flags"] for c in listed].count("S") == 1 and [c["flags"] for c in listed].count("P") == 1
+    # Sentinel's failover kills normal and pubsub clients; the replica's stream is not one of them.
+    assert p.execute_command("CLIENT", "KILL", "TYPE", "normal") == 1
+    assert p.execute_command("CLIENT", "KILL", "TYPE", "pubsub") == 1
+    p.set("k", "after")
+    wait_until(lambda: rc.get("k") == b"after", what="the stream to carry on")
+    assert p.execute_command("CLIENT", "KILL", "TYPE", "replica") == 1
+    wait_until(lambda: info(replica)["master_link_status"] == "up" and p.info("stats")["sync_partial_ok"] >= 1,
+               what="the replica to reconnect")
+
+
+@pytest.mark.parametrize("tmpfs_dir", ["48m"], indirect=True)
+def test_a_full_sync_that_does_not_fit_keeps_the_old_data_and_says_why(servers, tmpfs_dir):
+    primary = servers()
+    p = primary.client()
+    for i in range(8):
+        p.mset({f"big:{i}:{j}": os.urandom(100_000) for j in range(100)})  # ~80 MB
+    replica = Cairnd(["--set", "min-free-disk=1mb"], directory=tmpfs_dir)
+    try:
+        r = replica.client()
+        r.set("old", "data")
+        r.execute_command("REPLICAOF", "127.0.0.1", primary.port)
+        wait_until(lambda: "not enough free space" in info(replica).get("master_last_sync_error", ""), what="the failure in INFO")
+        assert info(replica)["master_link_status"] == "down" and info(replica)["master_sync_in_progress"] == 0
+        assert r.get("old") == b"data" and r.dbsize() == 1
+        log = open(os.path.join(tmpfs_dir, "cairnd.log"), errors="replace").read()
+        assert "full sync failed 1 time(s) in a row" in log and "the old data is kept" in log
+        assert not os.path.exists(os.path.join(tmpfs_dir, "data", "restore-staging"))
+    finally:
+        replica.stop()
+
+
+def test_a_stalled_replica_never_slows_the_primarys_clients(servers):
+    primary = servers("--set", "repl-timeout=3")
+    replica = servers()
+    follow(replica, primary)
+    wait_until(lambda: caught_up(primary, replica))
+    replica.process.send_signal(signal.SIGSTOP)
+    try:
+        p = primary.client()
+        worst = 0.0
+        for i in range(300):
+            started = time.time()
+            p.set(f"s{i}", os.urandom(50_000))  # 15 MB: more than the socket buffers hold
+            worst = max(worst, time.time() - started)
+        assert worst < 1.0, f"a SET took {worst:.2f} s while the replica was stopped"
+        wait_until(lambda: info(primary)["connected_slaves"] == 0, timeout=15, what="the stalled replica to be dropped")
+    finally:
+        replica.process.send_signal(signal.SIGCONT)
+    wait_until(lambda: caught_up(primary, replica), timeout=30, what="the replica to resume")
+    assert primary.client().info("stats")["sync_partial_ok"] >= 1
+    assert digest(replica) == digest(primary)
+
+
+def test_functions_loaded_on_the_primary_run_on_its_replicas(servers):
+    primary = servers()
+    replica = servers()
+    follow(replica, primary)
+    p = primary.client()
+    code = "#!lua name=lib\nredis.register_function{function_name='getit', callback=function(keys) return redis.call('GET', keys[1]) end, flags={'no-writes'}}"
+    p.function_load(code)
+    p.set("k", "v")
+    wait_until(lambda: caught_up(primary, replica))
+    r = replica.client()
+    assert r.fcall_ro("getit", 1, "k") == b"v"
+    p.function_load(code.replace("GET", "STRLEN"), replace=True)
+    wait_until(lambda: caught_up(primary, replica))
+    assert r.fcall_ro("getit", 1, "k") == 1
+    p.function_delete("lib")
+    wait_until(lambda: caught_up(primary, replica))
+    with pytest.raises(redis.ResponseError, match="Function not found"):
+        r.fcall_ro("getit", 1, "k")
+    with pytest.raises(redis.ReadOnlyError):
+        r.function_load(code)

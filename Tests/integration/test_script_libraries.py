@@ -1,0 +1,146 @@
+"""cmsgpack and struct in scripts, against the real cairnd, RESP2 and RESP3: every expected value
+below is what redis-server 7.0.15 answered to the same EVAL (long outputs by their SHA1)."""
+import hashlib
+
+import pytest
+from redis.exceptions import ResponseError
+
+CASES = [
+    ('return cmsgpack.pack(nil, true, false, 0, 127, 128, 255, 256, 65535, 65536, 4294967296, -1, -32, -33, -128, -129, -32768, -32769, -2147483649)',
+     b'\xc0\xc3\xc2\x00\x7f\xcc\x80\xcc\xff\xcd\x01\x00\xcd\xff\xff\xce\x00\x01\x00\x00\xcf\x00\x00\x00\x01\x00\x00\x00\x00\xff\xe0\xd0\xdf\xd0\x80\xd1\xff\x7f\xd1\x80\x00\xd2\xff\xff\x7f\xff\xd3\xff\xff\xff\xff\x7f\xff\xff\xff'),
+    ('return cmsgpack.pack(1.5, 0.1, -2.25, 1e300)',
+     b'\xca?\xc0\x00\x00\xcb?\xb9\x99\x99\x99\x99\x99\x9a\xca\xc0\x10\x00\x00\xcb~7\xe4<\x88\x00u\x9c'),
+    ("return cmsgpack.pack('', 'abc', string.rep('x', 31), string.rep('y', 32), string.rep('z', 256), string.rep('w', 70000))",
+     ('sha1', '1866817dd97a3af200f287ae6e65b981ee2a6248', 70335)),
+    ("return cmsgpack.pack({}, {1,2,3}, {a=1}, {1,2,nil,4}, {[1]=1,[3]=3}, string.rep('q',0))",
+     b'\x90\x93\x01\x02\x03\x81\xa1a\x01\x83\x01\x01\x02\x02\x04\x04\x82\x01\x01\x03\x03\xa0'),
+    ('local t = {} for i=1,16 do t[i]=i end return cmsgpack.pack(t)',
+     b'\xdc\x00\x10\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10'),
+    ('local t = {} for i=1,70000 do t[i]=i end return cmsgpack.pack(t)',
+     ('sha1', '143ea280e3e54e40615a787b65716c8847af53f9', 218553)),
+    ("local t = {} for i=1,16 do t['k'..i]=i end return cmsgpack.pack(t)",
+     b'\xde\x00\x10\xa3k12\x0c\xa3k16\x10\xa2k9\t\xa2k8\x08\xa2k1\x01\xa3k15\x0f\xa2k3\x03\xa2k2\x02\xa3k14\x0e\xa3k13\r\xa3k10\n\xa3k11\x0b\xa2k6\x06\xa2k7\x07\xa2k4\x04\xa2k5\x05'),
+    ('local t = {} local c = t for i=1,20 do c[1] = {} c = c[1] end return cmsgpack.pack(t)',
+     b'\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\x91\xc0'),
+    ('return cmsgpack.pack(function() end)',
+     b'\xc0'),
+    ('return cmsgpack.pack(0/0) ~= nil',
+     1),
+    ('return cmsgpack.pack(1/0)',
+     b'\xca\x7f\x80\x00\x00'),
+    ("return {cmsgpack.unpack(cmsgpack.pack(1, 'two', {3, 4}, true, -5, 1.5, {a={b='c'}}, 4294967296, -2147483649))}",
+     [1, b'two', [3, 4], 1, -5, 1, [], 4294967296, -2147483649]),
+    ('local a, b = cmsgpack.unpack(cmsgpack.pack({x=1})) return {type(a), a.x, b}',
+     [b'table', 1]),
+    ('return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3))}',
+     [1, 1]),
+    ('return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 1)}',
+     [2, 2]),
+    ('return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 2)}',
+     [-1, 3]),
+    ('return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2)}',
+     [2, 1, 2]),
+    ('return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 0, 1)}',
+     [1]),
+    ("return cmsgpack.unpack('\\205')",
+     ('error', 'user_script:1: Missing bytes in input.')),
+    ("return cmsgpack.unpack('\\193')",
+     ('error', 'user_script:1: Bad data format in input.')),
+    ("return {cmsgpack.unpack('')}",
+     []),
+    ('return cmsgpack.pack()',
+     ('error', "user_script:1: bad argument #0 to 'pack' (MessagePack pack needs input.)")),
+    ("return cmsgpack.unpack_one('\\001', 5)",
+     ('error', 'user_script:1: Start offset 5 greater than input length 1.')),
+    ('return tostring(cmsgpack.unpack(cmsgpack.pack(1.5)) * 2)',
+     b'3'),
+    ("return {cmsgpack.unpack('\\196\\003abc', '\\217\\002hi')}",
+     ('error', 'user_script:1: Bad data format in input.')),
+    ("return {cmsgpack.unpack('\\217\\002hi\\218\\000\\001z\\220\\000\\001\\001\\222\\000\\001\\001\\002')}",
+     [b'hi', b'z', [1], [2]]),
+    ('cmsgpack.pack = nil',
+     ('error', 'user_script:1: Attempt to modify a readonly table')),
+    ("return struct.pack('>i4 <h b B', 1, -2, -3, 250)",
+     b'\x00\x00\x00\x01\xfe\xff\xfd\xfa'),
+    ("return struct.pack('>I2 s c3 d f', 513, 'zt', 'abcdef', 1.5, 0.5)",
+     b'\x02\x01zt\x00abc?\xf8\x00\x00\x00\x00\x00\x00?\x00\x00\x00'),
+    ("return {struct.unpack('>i4 <h b B', struct.pack('>i4 <h b B', 1, -2, -3, 250))}",
+     [1, -2, -3, 250, 9]),
+    ("return {struct.size('>i4 h b B d'), struct.size('!4 b i4'), struct.size('l L T'), struct.size('!b d'), struct.size('x c5')}",
+     [16, 8, 24, 16, 6]),
+    ("return {struct.unpack('>I2 s c3', struct.pack('>I2 s c3', 513, 'zt', 'abcdef'))}",
+     [513, b'zt', b'abc', 9]),
+    ("return struct.pack('!4 b i4', 1, 2)",
+     b'\x01\x00\x00\x00\x02\x00\x00\x00'),
+    ("return struct.pack('!b d h', 1, 2, 3)",
+     b'\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00@\x03\x00'),
+    ("return struct.pack('i', 7)",
+     b'\x07\x00\x00\x00'),
+    ("return struct.pack('>bc0', 3, 'hello')",
+     b'\x03hello'),
+    ("return {struct.unpack('>bc0', struct.pack('>bc0', 3, 'hel'))}",
+     [b'hel', 5]),
+    ("return struct.pack('x')",
+     b'\x00'),
+    ("return struct.pack('z', 1)",
+     ('error', "user_script:1: bad argument #1 to 'pack' (invalid format option 'z')")),
+    ("return struct.pack('i17', 1)",
+     b'\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'),
+    ("return struct.pack('i33', 1)",
+     ('error', 'user_script:1: integral size 33 is larger than limit of 32')),
+    ("return struct.pack('!3 i', 1)",
+     ('error', 'user_script:1: alignment 3 is not a power of 2')),
+    ("return struct.unpack('>i4', 'ab')",
+     ('error', "user_script:1: bad argument #2 to 'unpack' (data string too short)")),
+    ("return struct.pack('>i', 'abc')",
+     ('error', "user_script:1: bad argument #2 to 'pack' (number expected, got string)")),
+    ("return {struct.unpack('>b', 'abc', 2)}",
+     [98, 3]),
+    ("return {struct.unpack('>b', 'abc', 0)}",
+     ('error', "user_script:1: bad argument #3 to 'unpack' (offset must be 1 or greater)")),
+    ("return struct.size('s')",
+     ('error', "user_script:1: bad argument #1 to 'size' (option 's' has no fixed size)")),
+    ("return struct.size('c0')",
+     ('error', "user_script:1: bad argument #1 to 'size' (option 'c0' has no fixed size)")),
+    ("return struct.pack('>l', 2^53)",
+     b'\x00 \x00\x00\x00\x00\x00\x00'),
+    ("return struct.pack('<i3 >I3', -2, 70000)",
+     b'\xfe\xff\xff\x01\x11p'),
+    ("return {struct.unpack('<i3 >I3', struct.pack('<i3 >I3', -2, 70000))}",
+     [-2, 70000, 7]),
+    ("return {struct.unpack('<i8', struct.pack('<i8', -3))}",
+     [-3, 9]),
+    ("return {struct.unpack('<f', struct.pack('<f', 1.5))}",
+     [1, 5]),
+    ("return {struct.unpack('>d', struct.pack('>d', -2.5) )}",
+     [-2, 9]),
+    ("return struct.pack('c', 'xy')",
+     b'x'),
+    ("return struct.pack('c2', 'x')",
+     ('error', "user_script:1: bad argument #3 to 'pack' (string too short)")),
+    ("return struct.unpack('s', 'abc')",
+     ('error', 'user_script:1: unfinished string in data')),
+    ("return struct.unpack('c0', 'abc')",
+     ('error', "user_script:1: format 'c0' needs a previous size")),
+    ('struct.pack = nil',
+     ('error', 'user_script:1: Attempt to modify a readonly table')),
+]
+
+
+@pytest.mark.parametrize("script,expected", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_same_as_redis(r, script, expected):
+    if isinstance(expected, tuple) and expected[0] == "error":
+        with pytest.raises(ResponseError) as e:
+            r.eval(script, 0)
+        message = str(e.value)
+        suffix = ", on @user_script:1."
+        assert message.endswith(suffix) and " script: " in message
+        assert message[:message.rindex(" script: ")] == expected[1]
+        return
+    got = r.eval(script, 0)
+    if isinstance(expected, tuple) and expected[0] == "sha1":
+        assert (hashlib.sha1(got).hexdigest(), len(got)) == expected[1:]
+    elif isinstance(got, bool):
+        assert int(got) == expected
+    else:
+        assert got == expected
