@@ -95,7 +95,9 @@ enum ACLCommands {
                 summary: "Reloads the rules from the configured ACL file.") { call, out throws(CommandError) in
             let path = try aclfile(call)
             let users = try ACLFile.load(path)
-            let fresh = AccessControl(users: users, requirepass: "")
+            // As at start: a file without a default user gets the built-in one, and
+            // `requirepass` (if set) stays its password.
+            let fresh = AccessControl(users: users, requirepass: call.engine.configuration.requirepass)
             let removed = call.engine.guardrails.change { (acl: inout AccessControl) -> [String] in
                 let gone = acl.users.keys.filter { fresh.users[$0] == nil }
                 acl = fresh
