@@ -268,11 +268,19 @@ def test_setuser_getuser_list(fresh_server, protocol):
     u = raw(c, "ACL", "GETUSER", "u2")
     if protocol == 2:
         u = dict(zip(u[::2], u[1::2]))
-    assert u[b"flags"] == [b"on"]
+    assert list(u[b"flags"]) == [b"on"]
     assert u[b"passwords"] == [hashlib.sha256(b"pw").hexdigest().encode()]
     assert u[b"commands"] == b"-@all +@read -get +set"
     assert u[b"keys"] == b"~app:*" and u[b"channels"] == b"" and u[b"selectors"] == []
     assert raw(c, "ACL", "GETUSER", "nobody") is None
+    if protocol == 3:
+        # Redis 7.0's RESP3 shape: a map whose flags are a set.
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"HELLO 3\r\nACL GETUSER default\r\n")
+        time.sleep(0.3)
+        reply = s.recv(65536)
+        s.close()
+        assert b"%6\r\n$5\r\nflags\r\n~2\r\n$2\r\non\r\n$6\r\nnopass\r\n$9\r\npasswords\r\n*0\r\n" in reply
     c.execute_command("ACL", "SETUSER", "rw", "on", "nopass", "%R~r:*", "%W~w:*", "%RW~b:*", "~c:*", "&ch*", "+@all")
     c.execute_command("ACL", "SETUSER", "fresh")
     rules = [r.decode() for r in raw(c, "ACL", "LIST")]

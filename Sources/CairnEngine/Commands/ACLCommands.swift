@@ -159,7 +159,7 @@ enum ACLCommands {
         out.mapHeader(6)
         out.bulk("flags")
         let flags = [user.enabled ? "on" : "off"] + (user.nopass ? ["nopass"] : [])
-        out.arrayHeader(flags.count)
+        out.setHeader(flags.count)  // a set in RESP3, as Redis answers
         for f in flags { out.bulk(f) }
         out.bulk("passwords")
         out.arrayHeader(user.passwordHashes.count)
