@@ -58,8 +58,8 @@ public struct ACLCategories: OptionSet, Sendable, Hashable {
     }
 
     static let blocking: Set<String> = ["blpop", "brpop", "brpoplpush", "blmove", "blmpop", "bzpopmin", "bzpopmax", "bzmpop", "wait"]
-    /// Commands Redis calls dangerous without their being admin commands.
-    static let dangerous: Set<String> = ["keys", "flushdb", "flushall", "sort", "migrate", "restore", "info", "role", "client", "config", "debug", "monitor", "shutdown", "acl"]
+    /// Commands Redis calls dangerous besides its admin commands (which are all dangerous).
+    static let dangerous: Set<String> = ["keys", "flushdb", "flushall", "sort", "migrate", "restore", "info", "role", "debug", "monitor", "shutdown"]
 
     /// The commands and subcommands in `self`, by full name (`config|get`), sorted.
     func commandNames(in table: CommandTable) -> [String] {
