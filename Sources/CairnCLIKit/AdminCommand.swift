@@ -12,9 +12,11 @@ public enum AdminCommand: Equatable, Sendable {
     case info(section: String?)
     case scan(match: String?, count: Int?, type: String?, family: String?)
     case range(start: String, end: String, reverse: Bool, limit: Int?, keysOnly: Bool, family: String?)
+    /// Copy every key of `from` to `to` (nil: the server cairn-cli talks to) with DUMP/RESTORE.
+    case migrate(from: MigrationEndpoint, to: MigrationEndpoint?, batch: Int)
 
     /// The words that start a subcommand.
-    public static let names: Set<String> = ["backup", "info", "scan", "range"]
+    public static let names: Set<String> = ["backup", "info", "scan", "range", "migrate"]
 
     /// The subcommand in `words`, nil when `words` is a raw command.
     /// - Throws: ArgumentParser's error for a malformed subcommand; print it with ``message(for:)``.
@@ -24,6 +26,16 @@ public enum AdminCommand: Equatable, Sendable {
         switch first {
         case "backup": return try BackupArguments.parse(rest).command
         case "info": return .info(section: try InfoArguments.parse(rest).section)
+        case "migrate":
+            let a = try MigrateArguments.parse(rest)
+            guard let from = MigrationEndpoint(url: a.from) else { throw ValidationError("--from: '\(a.from)' is not a redis://host:port address") }
+            var to: MigrationEndpoint? = nil
+            if let text = a.to {
+                guard let t = MigrationEndpoint(url: text) else { throw ValidationError("--to: '\(text)' is not a redis://host:port address") }
+                to = t
+            }
+            guard a.batch > 0 else { throw ValidationError("--batch must be at least 1") }
+            return .migrate(from: from, to: to, batch: a.batch)
         case "scan":
             let a = try ScanArguments.parse(rest)
             return .scan(match: a.match, count: a.count, type: a.type, family: a.cf)
@@ -40,6 +52,7 @@ public enum AdminCommand: Equatable, Sendable {
         case "backup": BackupArguments.self
         case "info": InfoArguments.self
         case "scan": ScanArguments.self
+        case "migrate": MigrateArguments.self
         default: RangeArguments.self
         }
         let code = type.exitCode(for: error)
@@ -64,6 +77,11 @@ public enum AdminCommand: Equatable, Sendable {
                                       entries in key order (RANGE, paged); bounds
                                       as RANGE takes them: [a inclusive, (a
                                       exclusive, - and + open; a bare key is [key
+          migrate --from redis://[user:pw@]host:port[/db] [--to ...] [--batch <n>]
+                                      copy every key (SCAN, DUMP, PTTL, RESTORE
+                                      REPLACE, pipelined) to --to or to the server
+                                      given by -h/-p/-a; exit 1 unless both DBSIZEs
+                                      end equal
         Each subcommand has --help. To send one of these words as a raw command,
         write it in capitals: cairn-cli INFO, cairn-cli SCAN 0 MATCH user:*.
         """
@@ -97,6 +115,13 @@ struct BackupArguments: ParsableCommand {
             }
         }
     }
+}
+
+struct MigrateArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cairn-cli migrate")
+    @Option(help: "the server to copy from: redis://[user:password@]host:port[/db]") var from: String
+    @Option(help: "the server to copy to (default: the one given by -h, -p, -a, --user)") var to: String?
+    @Option(help: "keys per SCAN page and pipeline") var batch = 500
 }
 
 struct InfoArguments: ParsableCommand {

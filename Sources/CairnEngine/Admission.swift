@@ -113,6 +113,7 @@ extension Engine {
             rejected(command)
             if session.inTransaction { session.transactionFailed = true }
             if error.prefix == "NOPERM" {
+                guardrails.noteRefusal(command, argv, session: session, context: session.inTransaction ? "multi" : "toplevel")
                 logger.info("refused '\(command.name)' to user \(session.user) (client \(session.id), \(session.record.address))")
             }
             reply(error, to: &out)

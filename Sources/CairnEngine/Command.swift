@@ -23,6 +23,8 @@ public struct Command: Sendable {
     public internal(set) var subcommands: [String: Command]
     /// Position in the table's metrics (`CommandMetricsTable`), set by `CommandTable`.
     internal(set) var index = 0
+    /// Its ACL categories (`ACLCategories.of`), set by `CommandTable`.
+    public internal(set) var aclCategories: ACLCategories = []
     /// When a request of this command may run together with its neighbours (`grouped(_:)`),
     /// given its arguments and session; nil: always alone, through `Engine.execute`.
     private(set) var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? = nil

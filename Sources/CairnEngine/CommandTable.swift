@@ -13,6 +13,7 @@ public struct CommandTable: Sendable {
         func indexed(_ c: Command) -> Command {
             var copy = c
             copy.index = names.count
+            copy.aclCategories = ACLCategories.of(c)
             names.append(c.name)
             copy.subcommands = c.subcommands.mapValues(indexed)
             return copy
@@ -58,5 +59,6 @@ public struct CommandTable: Sendable {
         ScriptingCommands.all,
         DiagnosticCommands.all,
         MemoryCommands.all,
+        DumpCommands.all,
     ])
 }

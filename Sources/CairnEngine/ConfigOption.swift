@@ -151,6 +151,8 @@ public struct ConfigOption: Sendable {
         .int("backup-max-age", \.backupMaxAge),
         .int("backup-interval", \.backupInterval),
         .string("requirepass", \.requirepass),
+        .string("aclfile", mutable: false, \.aclfile),
+        .int("acllog-max-len", \.acllogMaxLen),
         .int("auth-max-failures", \.authMaxFailures),
         .int("auth-max-failures-total", \.authMaxFailuresTotal),
         .bytes("max-key-size", \.maxKeySize),

@@ -27,6 +27,12 @@ public struct Configuration: Sendable, Equatable {
     /// Users from `user` lines (AccessControl.swift), passwords as SHA-256 digests only.
     /// Default none: only the default user, with every permission.
     public var users: [ACLUser] = []
+    /// A file of `user` lines (Redis's ACL file format) that holds the users instead of this
+    /// file's `user` lines: read at start and by ACL LOAD, written by ACL SAVE. Default empty
+    /// (users come from `user` lines; ACL SAVE and ACL LOAD refuse).
+    public var aclfile = ""
+    /// ACL LOG keeps at most this many entries. Default 128.
+    public var acllogMaxLen = 128
     /// Failed AUTHs one client address may make per minute before AUTH is refused for the rest
     /// of that minute; 0 disables the limit. Default 100 (a client library that retries a
     /// wrong password, as redis-py does, should not lock its host out at once).

@@ -69,7 +69,7 @@ public final class Engine: @unchecked Sendable {
     public init(configuration: Configuration, logger: Logger) throws {
         self.logger = logger
         self.config = Mutex(configuration)
-        self.guardrails = Guardrails(configuration)
+        self.guardrails = try Guardrails(configuration)
         self.syncWrites = Atomic(configuration.appendfsync == .always)
         self.table = CommandTable.standard
         let stats = EngineStats()
@@ -285,7 +285,8 @@ public final class Engine: @unchecked Sendable {
         } else {
             session.authenticated = false
             session.user = "default"
-            session.permissions = []
+            session.acl = nil
+            session.aclGeneration = -1
         }
     }
 

@@ -30,8 +30,10 @@ public final class Session: @unchecked Sendable {
     public var user = "default" {
         didSet { record.state.withLock { $0.user = user } }
     }
-    /// The categories `user` may run (see `AccessControl`); checked before every command.
-    public var permissions: CommandCategories = .all
+    /// The rules of `user` as last read, and the users' generation they were read at
+    /// (`Guardrails.user(of:)` re-reads them after an ACL change).
+    var acl: ACLUser? = nil
+    var aclGeneration = -1
     /// The column family every data command acts on (`CF.USE`); the default family at first.
     /// CLIENT LIST's `cf=` follows every change (CF.USE, CF.DROP, a restore) from here.
     public var family: Family {
@@ -90,7 +92,8 @@ public final class Session: @unchecked Sendable {
     func logIn(_ user: ACLUser) {
         authenticated = true
         self.user = user.name
-        permissions = user.categories
+        acl = nil
+        aclGeneration = -1  // read the user's rules at the next command
     }
 }
 

@@ -6,6 +6,7 @@ import RESP
 // The admin subcommands (AdminCommand): typed CairnClient calls, printed to read well.
 extension Session {
     func run(_ admin: AdminCommand) async -> Int32 {
+        if case .migrate(let from, let to, let batch) = admin { return migrate(from: from, to: to, batch: batch) }
         do {
             try await execute(admin)
             return 0
@@ -20,6 +21,8 @@ extension Session {
     private func execute(_ admin: AdminCommand) async throws {
         let target = client.columnFamily(family)
         switch admin {
+        case .migrate:
+            break  // run by `run(_:)`: it has its own connections and exit status
         case .backupCreate:
             let id = try await target.backupCreate()
             print(id, standard: "Backup \(id) created", json: "{\"id\":\(id)}")

@@ -199,7 +199,7 @@ def test_password_for_one_shot(fresh_server):
 
 def test_user_option_logs_in_as_that_user(fresh_server, tmp_path):
     conf = tmp_path / "cairn.conf"
-    conf.write_text("user reader on >read-secret +@read\n")
+    conf.write_text("user reader on >read-secret ~* +@read +acl|whoami\n")
     try:
         s = fresh_server(str(conf))
     except RuntimeError as e:

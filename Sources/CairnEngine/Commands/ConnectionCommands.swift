@@ -85,6 +85,8 @@ enum ConnectionCommands {
         guard let account = acl.check(user: user, password: password) else {
             let failures = throttle.recordFailure(address, now: now)
             engine.logger.warning("failed AUTH from \(address) as '\(user)' (\(failures) this minute)")
+            engine.guardrails.log.add(reason: "auth", context: call.session.inTransaction ? "multi" : "toplevel", object: Array("AUTH".utf8),
+                                      user: user, client: call.session.record.line(now: now))
             throw .wrongPass
         }
         call.session.logIn(account)

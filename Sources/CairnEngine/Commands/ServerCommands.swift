@@ -128,7 +128,10 @@ enum ConfigCommands {
             guard let path = call.engine.hooks?.configFilePath else {
                 throw CommandError("ERR", "The server is running without a config file")
             }
-            let text = ConfigFile.render(call.engine.configuration)
+            var effective = call.engine.configuration
+            // The users as they are now (ACL SETUSER...), unless an ACL file holds them.
+            if effective.aclfile.isEmpty { effective.users = call.engine.guardrails.accessControl.sorted }
+            let text = ConfigFile.render(effective)
             guard writeFileAtomically(path, text) else {
                 throw CommandError("ERR", "Rewriting config file: \(String(cString: strerror(errno)))")
             }
