@@ -119,6 +119,11 @@ struct DumpWriter {
 
     init(_ type: DumpPayload.RDBType) { bytes.append(type.rawValue) }
 
+    /// A payload of opcodes and strings (FUNCTION DUMP's).
+    init() {}
+
+    mutating func byte(_ b: UInt8) { bytes.append(b) }
+
     mutating func length(_ n: Int) {
         switch n {
         case ..<64: bytes.append(UInt8(n))
