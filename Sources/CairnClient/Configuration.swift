@@ -63,6 +63,10 @@ public struct CairnClientConfiguration: Sendable {
     /// Where the client logs connects, reconnects and failures. Default: a logger that drops
     /// everything (a library does not write to the application's stderr unasked).
     public var logger = Logger(label: "cairn.client", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// Sentinel discovery: when set, the client connects to the primary the sentinels name
+    /// instead of ``host``:``port``, and follows failovers. Default nil. See
+    /// ``CairnClient/init(sentinels:primaryName:sentinelPassword:configuration:)``.
+    public var sentinel: SentinelConfiguration?
     /// The event loops connections run on. Default nil: NIO's shared singleton group (one
     /// thread per core).
     public var eventLoopGroup: (any EventLoopGroup)?
