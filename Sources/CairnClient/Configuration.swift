@@ -63,6 +63,14 @@ public struct CairnClientConfiguration: Sendable {
     /// Where the client logs connects, reconnects and failures. Default: a logger that drops
     /// everything (a library does not write to the application's stderr unasked).
     public var logger = Logger(label: "cairn.client", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// Receives the RESP3 push messages that arrive on the pool's connections between replies
+    /// (`CLIENT TRACKING` invalidations, pub/sub messages of a connection that subscribed
+    /// through ``CairnClient/send(_:)``), called on the connection's event loop: keep it short
+    /// and non-blocking. Default nil: pushes are dropped. Either way they never stand in for a
+    /// reply, so the replies stay matched to their requests. (Subscribe with
+    /// ``CairnClient/subscribe(to:)``: a `SUBSCRIBE` sent as a plain request over RESP3 is
+    /// answered by pushes only, so the request waits until its deadline.)
+    public var pushHandler: (@Sendable (RESPValue) -> Void)?
     /// Sentinel discovery: when set, the client connects to the primary the sentinels name
     /// instead of ``host``:``port``, and follows failovers. Default nil. See
     /// ``CairnClient/init(sentinels:primaryName:sentinelPassword:configuration:)``.

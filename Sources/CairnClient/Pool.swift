@@ -261,7 +261,7 @@ final class Pool: Sendable {
             settings.unixSocketPath = nil
         }
         let connection = try await Connection.open(
-            settings, group: group, deadline: deadline, onIdle: { [weak self] channel in self?.retireIfIdle(channel) })
+            settings, group: group, deadline: deadline, pushSink: configuration.pushHandler, onIdle: { [weak self] channel in self?.retireIfIdle(channel) })
         guard let target else { return connection }
         let role: String
         do {
