@@ -27,7 +27,7 @@ public import ServiceLifecycle
 /// let group = ServiceGroup(services: [client, server], gracefulShutdownSignals: [.sigterm], logger: logger)
 /// try await group.run()
 /// ```
-public final class CairnClient: KeyValueWriter, Service {
+public final class CairnClient: KeyValueWriter, RoutedSender, Service {
     /// The configuration this client was made with.
     public let configuration: CairnClientConfiguration
     let route: Route
@@ -60,14 +60,7 @@ public final class CairnClient: KeyValueWriter, Service {
         self.init(configuration: CairnClientConfiguration(host: host, port: port, password: password, username: username))
     }
 
-    @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
-        try await route.send(argv)
-    }
-
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
-        try await route.pipeline(commands)
-    }
+    public var _route: CommandRoute { CommandRoute(route) }
 
     /// Makes later requests fail with ``CairnClientError/Code/closed``; the connections close once
     /// the requests and scoped bodies in progress are done. Server-side snapshots and iterators
@@ -116,15 +109,8 @@ public final class CairnClient: KeyValueWriter, Service {
 
 /// One connection of the pool, lent to a ``CairnClient/withConnection(_:)`` body: every command
 /// runs on the same server connection, in order.
-public struct CairnConnection: KeyValueWriter {
+public struct CairnConnection: KeyValueWriter, RoutedSender {
     let route: Route
 
-    @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
-        try await route.send(argv)
-    }
-
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
-        try await route.pipeline(commands)
-    }
+    public var _route: CommandRoute { CommandRoute(route) }
 }

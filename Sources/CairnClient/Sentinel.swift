@@ -80,17 +80,10 @@ extension CairnClient {
 }
 
 /// The read commands of a client, sent to replicas. Get it with ``CairnClient/replicas``.
-public struct ReplicaReader: KeyValueReader {
+public struct ReplicaReader: KeyValueReader, RoutedSender {
     let route: Route
 
-    @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
-        try await route.send(argv)
-    }
-
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
-        try await route.pipeline(commands)
-    }
+    public var _route: CommandRoute { CommandRoute(route) }
 }
 
 /// Which server of a Sentinel-managed group a pool connects to.

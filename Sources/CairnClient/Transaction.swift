@@ -7,21 +7,14 @@ import Synchronization
 /// Writes are queued (`tx.set`, `tx.incrBy`, ``queue(_:)`` for anything else) and sent as
 /// `MULTI`, the commands, `EXEC` in one round trip when the body returns; on Cairn they commit
 /// as one RocksDB write batch. Their replies are what the transaction call returns.
-public final class Transaction: KeyValueReader {
+public final class Transaction: KeyValueReader, RoutedSender {
     let route: Route
     private let queued = Mutex<[Command]>([])
 
     init(route: Route) { self.route = route }
 
-    /// Runs a read now on the transaction's connection (e.g. `GET` of a watched key).
-    @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
-        try await route.send(argv)
-    }
-
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
-        try await route.pipeline(commands)
-    }
+    /// `send` runs a read now on the transaction's connection (e.g. `GET` of a watched key).
+    public var _route: CommandRoute { CommandRoute(route) }
 
     /// Queues any command for the EXEC.
     public func queue(_ argv: [any RESPArgument]) {
@@ -35,27 +28,29 @@ public final class Transaction: KeyValueReader {
     /// Queues `SET key value [NX|XX] [EX ...]`.
     public func set(_ key: some RESPArgument, _ value: some RESPArgument, expiration: Expiration? = nil, condition: SetCondition = .always)
     {
-        queue(["SET", key, value] + condition.arguments + (expiration?.arguments ?? []))
+        queue(WriteSyntax.set(key, value, expiration, condition))
     }
 
     /// Queues `DEL key...`.
-    public func delete(_ keys: any RESPArgument...) { queue(["DEL"] + keys) }
+    public func delete(_ keys: any RESPArgument...) { queue(WriteSyntax.delete(keys)) }
 
     /// Queues `INCRBY key amount`.
-    public func incrBy(_ key: some RESPArgument, _ amount: Int64) { queue(["INCRBY", key, amount]) }
+    public func incrBy(_ key: some RESPArgument, _ amount: Int64) { queue(WriteSyntax.incrBy(key, amount)) }
 
     /// Queues `APPEND key value`.
-    public func append(_ key: some RESPArgument, _ value: some RESPArgument) { queue(["APPEND", key, value]) }
+    public func append(_ key: some RESPArgument, _ value: some RESPArgument) { queue(WriteSyntax.append(key, value)) }
 
     /// Queues `MERGE key operand`.
-    public func merge(_ key: some RESPArgument, _ operand: some RESPArgument) { queue(["MERGE", key, operand]) }
+    public func merge(_ key: some RESPArgument, _ operand: some RESPArgument) { queue(WriteSyntax.merge(key, operand)) }
 
-    /// Queues `EXPIRE key seconds`.
-    public func expire(_ key: some RESPArgument, seconds: Int) { queue(["EXPIRE", key, seconds]) }
+    /// Queues `EXPIRE key seconds [NX|XX|GT|LT]`.
+    public func expire(_ key: some RESPArgument, seconds: Int, _ condition: ExpireCondition? = nil) {
+        queue(WriteSyntax.expire("EXPIRE", key, seconds, condition))
+    }
 
     /// Queues `DELRANGE low high`.
     public func deleteRange(_ low: RangeBound, _ high: RangeBound) {
-        queue(["DELRANGE", low.argument(low: true), high.argument(low: false)])
+        queue(WriteSyntax.deleteRange(low, high))
     }
 }
 
