@@ -3,6 +3,7 @@
 // nothing here runs.
 import CairnClient
 import Logging
+import NIOSSL
 import RESP
 import ServiceLifecycle
 
@@ -71,7 +72,7 @@ enum DocExamples {
         try await counters.merge("page:home", 1)
     }
 
-    // Sources/CairnClient/Configuration.swift:8
+    // Sources/CairnClient/Configuration.swift:9
     static func example8(client: CairnClient, server: some Service, logger: Logger) async throws {
         var config = CairnClientConfiguration(host: "127.0.0.1", port: 7379)
         config.password = "secret"
@@ -79,29 +80,37 @@ enum DocExamples {
         let client = CairnClient(configuration: config)
     }
 
-    // Sources/CairnClient/IteratorSequence.swift:12
+    // Sources/CairnClient/Configuration.swift:26
     static func example9(client: CairnClient, server: some Service, logger: Logger) async throws {
+        var config = CairnClientConfiguration(host: "db.internal", port: 6380)
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file("/etc/cairn/ca.pem")
+        config.tls = tls
+    }
+
+    // Sources/CairnClient/IteratorSequence.swift:12
+    static func example10(client: CairnClient, server: some Service, logger: Logger) async throws {
         for try await entry in client.iterate(from: "user:") {
             if !entry.keyString.hasPrefix("user:") { break }
         }
     }
 
     // Sources/CairnClient/PubSub.swift:48
-    static func example10(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example11(client: CairnClient, server: some Service, logger: Logger) async throws {
         for try await message in client.subscribe(to: ["news"]) {
             print(message.channelString, message.payloadString)
         }
     }
 
     // Sources/CairnClient/RangeCommands.swift:45
-    static func example11(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example12(client: CairnClient, server: some Service, logger: Logger) async throws {
         for try await entry in client.entries(from: .inclusive("user:"), to: .exclusive("user;")) {
             print(entry.keyString, entry.valueString)
         }
     }
 
     // Sources/CairnClient/Sentinel.swift:53
-    static func example12(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example13(client: CairnClient, server: some Service, logger: Logger) async throws {
         let client = CairnClient(
             sentinels: [ServerAddress("127.0.0.1", 26379), ServerAddress("127.0.0.1", 26380)],
             primaryName: "mymaster")
@@ -109,20 +118,20 @@ enum DocExamples {
     }
 
     // Sources/CairnClient/ServerInfo.swift:3
-    static func example13(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example14(client: CairnClient, server: some Service, logger: Logger) async throws {
         let info = try await client.info("rocksdb")
         let open = info.integer("open_iterators", in: "rocksdb")
     }
 
     // Sources/CairnClient/Snapshot.swift:61
-    static func example14(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example15(client: CairnClient, server: some Service, logger: Logger) async throws {
         let (a, b) = try await client.withSnapshot { snap in
             (try await snap.get("a"), try await snap.get("b"))   // one point in time
         }
     }
 
     // Sources/CairnClient/Transaction.swift:178
-    static func example15(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example16(client: CairnClient, server: some Service, logger: Logger) async throws {
         try await client.transaction(watching: ["balance"], attempts: 10) { tx in
             let balance = Int(try await tx.getString("balance") ?? "0")!
             tx.set("balance", balance + 10)
@@ -130,7 +139,7 @@ enum DocExamples {
     }
 
     // Sources/CairnClient/Transaction.swift:202
-    static func example16(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example17(client: CairnClient, server: some Service, logger: Logger) async throws {
         try await client.transaction(in: "orders") { tx in
             tx.set("order:7", "paid")
             tx.family("stock").incrBy("widget", -1)
