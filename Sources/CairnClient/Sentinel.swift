@@ -1,6 +1,6 @@
 import Logging
 import NIOCore
-public import RESP
+import RESP
 import Synchronization
 
 /// A server's address: host name or IP, and TCP port.

@@ -40,8 +40,8 @@ struct FamilyCommands {
                 out[family] = try await tx.family(family).pipeline(groups[family]!)
             } catch {
                 // A server error here is the family switch's: the family is missing.
-                if let failure = error as? CairnClientError, failure.code == .server {
-                    throw CairnStoreError(.saveFailed, "CF.USE \(family): \(failure)")
+                if error.code == .server {
+                    throw CairnStoreError(.saveFailed, "CF.USE \(family): \(error)")
                 }
                 throw error
             }
