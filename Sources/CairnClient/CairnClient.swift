@@ -1,5 +1,5 @@
 import NIOPosix
-public import RESP
+import RESP
 public import ServiceLifecycle
 
 /// An async/await client for Cairn (and, for the commands both have, Redis) on SwiftNIO, with a

@@ -1,4 +1,4 @@
-public import RESP
+import RESP
 
 /// A column family: every command sent through it runs in that family, whichever pooled
 /// connection carries it. Get one with ``CairnClient/columnFamily(_:)``.

@@ -1,4 +1,4 @@
-public import RESP
+import RESP
 
 /// A point-in-time view of the database: reads through it see the data as it was when the
 /// snapshot was taken. Only reads are offered (it is a ``KeyValueReader``).
