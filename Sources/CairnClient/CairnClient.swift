@@ -1,4 +1,5 @@
-public import RESP
+import NIOPosix
+import RESP
 public import ServiceLifecycle
 
 /// An async/await client for Cairn (and, for the commands both have, Redis) on SwiftNIO, with a
@@ -26,15 +27,32 @@ public import ServiceLifecycle
 /// let group = ServiceGroup(services: [client, server], gracefulShutdownSignals: [.sigterm], logger: logger)
 /// try await group.run()
 /// ```
-public final class CairnClient: KeyValueWriter, Service {
+public final class CairnClient: KeyValueWriter, RoutedSender, Service {
     /// The configuration this client was made with.
     public let configuration: CairnClientConfiguration
     let route: Route
+    /// Reads for ``replicas`` under Sentinel; nil without it.
+    let replicaRoute: Route?
+    let discovery: SentinelDiscovery?
 
     /// A client; no connection is opened until the first request.
     public init(configuration: CairnClientConfiguration) {
         self.configuration = configuration
-        route = Route(pool: Pool(configuration: configuration), family: "default", pinned: nil)
+        let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
+        if let sentinel = configuration.sentinel {
+            let discovery = SentinelDiscovery(settings: sentinel, base: configuration, group: group)
+            let primary = Pool(configuration: configuration, group: group, target: SentinelTarget(discovery: discovery, role: .primary))
+            let replicas = Pool(configuration: configuration, group: group, target: SentinelTarget(discovery: discovery, role: .replica))
+            // After a failover the old primary's connections are of no use for writes.
+            discovery.onSwitch { [weak primary] in primary?.closeConnections() }
+            self.discovery = discovery
+            route = Route(pool: primary, family: "default", pinned: nil)
+            replicaRoute = Route(pool: replicas, family: "default", pinned: nil)
+        } else {
+            discovery = nil
+            route = Route(pool: Pool(configuration: configuration, group: group, target: nil), family: "default", pinned: nil)
+            replicaRoute = nil
+        }
     }
 
     /// A client for `host:port`, authenticating with `password` (and `username`) when given.
@@ -42,26 +60,24 @@ public final class CairnClient: KeyValueWriter, Service {
         self.init(configuration: CairnClientConfiguration(host: host, port: port, password: password, username: username))
     }
 
-    @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
-        try await route.send(argv)
-    }
-
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
-        try await route.pipeline(commands)
-    }
+    public var _route: CommandRoute { CommandRoute(route) }
 
     /// Makes later requests fail with ``CairnClientError/Code/closed``; the connections close once
     /// the requests and scoped bodies in progress are done. Server-side snapshots and iterators
     /// of those connections are released by the server when they close.
     public func close() {
+        discovery?.stop()
         route.pool.close()
+        replicaRoute?.pool.close()
     }
 
     /// As ``close()``, and returns once the requests in progress have finished and the
     /// connections are closing.
     public func closeGracefully() async {
+        discovery?.stop()
+        async let replicasDrained: Void? = replicaRoute?.pool.drain()
         await route.pool.drain()
+        _ = await replicasDrained
     }
 
     /// The `Service` entry point: returns after graceful shutdown, once the requests in flight
@@ -93,15 +109,8 @@ public final class CairnClient: KeyValueWriter, Service {
 
 /// One connection of the pool, lent to a ``CairnClient/withConnection(_:)`` body: every command
 /// runs on the same server connection, in order.
-public struct CairnConnection: KeyValueWriter {
+public struct CairnConnection: KeyValueWriter, RoutedSender {
     let route: Route
 
-    @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
-        try await route.send(argv)
-    }
-
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
-        try await route.pipeline(commands)
-    }
+    public var _route: CommandRoute { CommandRoute(route) }
 }

@@ -6,7 +6,7 @@ import RESP
 /// Match on ``code`` in a `catch`:
 /// ```swift
 /// do { try await client.incr("name") }
-/// catch let error as CairnClientError where error.code == .server && error.prefix == "ERR" { ... }
+/// catch let error as CairnClientError where error.code == .server && error.prefix == "ERR" { print(error.message) }
 /// ```
 /// After a ``Code/connection``, ``Code/timeout`` or ``Code/protocolViolation`` the connection that
 /// carried the request has been closed (its reply stream can no longer be trusted); the pool opens

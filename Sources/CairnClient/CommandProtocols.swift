@@ -19,6 +19,33 @@ public protocol CommandSender: Sendable {
     func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue]
 }
 
+/// The library's handles (``CairnClient``, ``ColumnFamily``, ``CairnConnection``, ``Snapshot``,
+/// ``Transaction``, ``ReplicaReader``): each says where its commands go, and `send` and
+/// `pipeline` are written once here for all of them. The typed commands are written once too,
+/// as extensions of ``KeyValueReader`` and ``KeyValueWriter``.
+public protocol RoutedSender: CommandSender {
+    /// Where the handle's commands go; an implementation detail of the library.
+    var _route: CommandRoute { get }
+}
+
+/// Where a handle's commands go (a pool and a column family, or one pinned connection).
+/// Opaque: only the library makes one.
+public struct CommandRoute: Sendable {
+    let route: Route
+    init(_ route: Route) { self.route = route }
+}
+
+extension RoutedSender {
+    @discardableResult
+    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
+        try await _route.route.send(argv)
+    }
+
+    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
+        try await _route.route.pipeline(commands)
+    }
+}
+
 /// Read commands: what a ``Snapshot`` offers. The writer protocol adds the rest.
 public protocol KeyValueReader: CommandSender {}
 

@@ -1,5 +1,6 @@
 public import Logging
 public import NIOCore
+public import NIOSSL
 public import RESP
 
 /// How a ``CairnClient`` connects: address, credentials, protocol, timeouts, pool size and
@@ -18,6 +19,20 @@ public struct CairnClientConfiguration: Sendable {
     public var port: Int
     /// A Unix domain socket to connect to instead of `host:port`. Default nil (TCP).
     public var unixSocketPath: String?
+    /// TLS for every connection (NIOSSL's settings: trust roots, client certificate, minimum
+    /// version), e.g. to `redis-server --tls-port` or a TLS-terminating proxy in front of cairnd.
+    /// Default nil: plain TCP.
+    ///
+    /// ```swift
+    /// var config = CairnClientConfiguration(host: "db.internal", port: 6380)
+    /// var tls = TLSConfiguration.makeClientConfiguration()
+    /// tls.trustRoots = .file("/etc/cairn/ca.pem")
+    /// config.tls = tls
+    /// ```
+    public var tls: TLSConfiguration?
+    /// The name the server's certificate must carry (and sent as SNI). Default nil: ``host``
+    /// when it is a name; an IP address is checked against the certificate's IP entries.
+    public var tlsServerName: String?
     /// Sent with `HELLO 3 AUTH` (or `AUTH` on RESP2) on every new connection when set. Default nil.
     public var password: String?
     /// ACL user name; nil authenticates as `default`. Default nil.
@@ -63,6 +78,18 @@ public struct CairnClientConfiguration: Sendable {
     /// Where the client logs connects, reconnects and failures. Default: a logger that drops
     /// everything (a library does not write to the application's stderr unasked).
     public var logger = Logger(label: "cairn.client", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// Receives the RESP3 push messages that arrive on the pool's connections between replies
+    /// (`CLIENT TRACKING` invalidations, pub/sub messages of a connection that subscribed
+    /// through ``CairnClient/send(_:)``), called on the connection's event loop: keep it short
+    /// and non-blocking. Default nil: pushes are dropped. Either way they never stand in for a
+    /// reply, so the replies stay matched to their requests. (Subscribe with
+    /// ``CairnClient/subscribe(to:)``: a `SUBSCRIBE` sent as a plain request over RESP3 is
+    /// answered by pushes only, so the request waits until its deadline.)
+    public var pushHandler: (@Sendable (RESPValue) -> Void)?
+    /// Sentinel discovery: when set, the client connects to the primary the sentinels name
+    /// instead of ``host``:``port``, and follows failovers. Default nil. See
+    /// ``CairnClient/init(sentinels:primaryName:sentinelPassword:configuration:)``.
+    public var sentinel: SentinelConfiguration?
     /// The event loops connections run on. Default nil: NIO's shared singleton group (one
     /// thread per core).
     public var eventLoopGroup: (any EventLoopGroup)?

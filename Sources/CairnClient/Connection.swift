@@ -6,6 +6,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import RESP
 import Synchronization
 
@@ -49,12 +50,16 @@ final class Connection: Sendable {
         let connectTimeout = min(TimeAmount(configuration.connectTimeout), deadline - .now())
         let healthCheck = TimeAmount(configuration.healthCheckInterval)
         let idle = TimeAmount(configuration.idleTimeout)
+        let tls = try tlsSetup(configuration)
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(max(connectTimeout, .milliseconds(1)))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
+                    if let (context, serverName) = tls {
+                        try sync.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
+                    }
                     try sync.addHandler(IdleStateHandler(allTimeout: healthCheck))
                     try sync.addHandler(
                         RESPClientHandler(
@@ -98,6 +103,18 @@ final class Connection: Sendable {
             }
         }
         return Connection(channel: channel, protocolVersion: version)
+    }
+
+    /// The TLS context and the server name to verify, or nil without TLS.
+    private static func tlsSetup(_ configuration: CairnClientConfiguration) throws(CairnClientError) -> (NIOSSLContext, String?)? {
+        guard let tls = configuration.tls else { return nil }
+        do {
+            // NIOSSL verifies a host name, never an IP address given as one.
+            let isAddress = (try? SocketAddress(ipAddress: configuration.host, port: 0)) != nil
+            return (try NIOSSLContext(configuration: tls), configuration.tlsServerName ?? (isAddress ? nil : configuration.host))
+        } catch {
+            throw CairnClientError(.connection, message: "TLS setup failed: \(error)")
+        }
     }
 
     /// `HELLO 3 [AUTH user pass]`, or RESP2 with `AUTH` when the server does not know HELLO or

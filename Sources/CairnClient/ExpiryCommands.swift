@@ -65,6 +65,6 @@ extension KeyValueWriter {
     }
 
     private func expiry(_ name: String, _ key: some RESPArgument, _ time: Int, _ condition: ExpireCondition?) async throws -> Bool {
-        try await send([name, key, time] + (condition.map { [$0.rawValue] } ?? [])).expectBool()
+        try await send(WriteSyntax.expire(name, key, time, condition)).expectBool()
     }
 }

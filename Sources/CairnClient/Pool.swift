@@ -80,11 +80,16 @@ final class Pool: Sendable {
         }
     }
 
-    init(configuration: CairnClientConfiguration) {
+    /// Under Sentinel: the role this pool connects to and where to find it; nil connects to
+    /// the configuration's address.
+    let target: SentinelTarget?
+
+    init(configuration: CairnClientConfiguration, group: any EventLoopGroup, target: SentinelTarget?) {
         precondition(configuration.maximumConnections > 0, "maximumConnections must be at least 1")
         self.configuration = configuration
-        self.group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
+        self.group = group
         self.logger = configuration.logger
+        self.target = target
     }
 
     // MARK: Using connections
@@ -221,13 +226,12 @@ final class Pool: Sendable {
         while true {
             let failure: CairnClientError
             do {
-                let connection = try await Connection.open(
-                    configuration, group: group, deadline: .after(configuration.connectTimeout),
-                    onIdle: { [weak self] channel in self?.retireIfIdle(channel) })
+                let connection = try await connect()
                 added(connection)
                 return
             } catch {
                 failure = error
+                if target?.role == .primary { target?.discovery.forgetPrimary() }
             }
             let retryable = failure.code == .connection || failure.code == .timeout
             let waiting = state.withLock { !$0.waiters.isEmpty && !$0.closed }
@@ -242,6 +246,37 @@ final class Pool: Sendable {
             delay = min(delay * 2, configuration.maximumBackoff)
             attempt += 1
         }
+    }
+
+    /// One connection attempt: to the configured address, or under Sentinel to the server the
+    /// sentinels name for this pool's role, checked with `ROLE` (a demoted primary answers
+    /// `slave` until the sentinels catch up).
+    private func connect() async throws(CairnClientError) -> Connection {
+        let deadline = NIODeadline.after(configuration.connectTimeout)
+        var settings = configuration
+        if let target {
+            let address = try await target.discovery.address(for: target.role)
+            settings.host = address.host
+            settings.port = address.port
+            settings.unixSocketPath = nil
+        }
+        let connection = try await Connection.open(
+            settings, group: group, deadline: deadline, pushSink: configuration.pushHandler, onIdle: { [weak self] channel in self?.retireIfIdle(channel) })
+        guard let target else { return connection }
+        let role: String
+        do {
+            role = try await connection.execute([command("ROLE")], family: nil, deadline: deadline)[0]
+                .throwingServerError().expectArray().first?.string ?? ""
+        } catch {
+            connection.close()
+            throw error
+        }
+        // A replica pool takes the primary too (the sentinels named it for want of a replica).
+        guard role == target.role.roleName || role == "master" else {
+            connection.close()
+            throw CairnClientError(.connection, message: "\(settings.host):\(settings.port) is a \(role), not the \(target.role.roleName)")
+        }
+        return connection
     }
 
     private func added(_ connection: Connection) {
@@ -272,10 +307,33 @@ final class Pool: Sendable {
     }
 
     private func removed(_ connection: Connection) {
-        state.withLock { s in
+        let closed = state.withLock { s in
             s.connections.removeAll { $0 === connection }
+            return s.closed
         }
+        // A lost connection may mean a failover: ask the sentinels again on the next connect.
+        if !closed, target?.role == .primary { target?.discovery.forgetPrimary() }
         dispatchWaiters()
+    }
+
+    /// Closes every open connection but keeps the pool open: the next requests connect anew
+    /// (after a failover). Requests in flight on them fail as unanswered and are sent again.
+    func closeConnections() {
+        let all = state.withLock { s in
+            defer { s.connections = [] }
+            return s.connections
+        }
+        for c in all { c.close() }
+        dispatchWaiters()
+    }
+
+    /// Under Sentinel, after a `-READONLY` reply: the primary moved; forget it and drop its
+    /// connections.
+    func primaryMoved() {
+        guard target?.role == .primary else { return }
+        logger.debug("cairn client: READONLY from the primary; asking the sentinels again")
+        target?.discovery.forgetPrimary()
+        closeConnections()
     }
 
     /// The idle timeout passed on `channel`: close it unless it is leased or busy.

@@ -17,7 +17,11 @@ struct Route: Sendable {
     /// ``CairnClientConfiguration/resendUnanswered`` is off.
     func execute(_ commands: [Command]) async throws(CairnClientError) -> [RESPValue] {
         let deadline = NIODeadline.after(pool.configuration.requestDeadline)
-        if let pinned { return try await pinned.execute(commands, family: family, deadline: deadline) }
+        if let pinned {
+            let replies = try await pinned.execute(commands, family: family, deadline: deadline)
+            if pool.target?.role == .primary, replies.contains(where: \.isReadOnlyError) { pool.primaryMoved() }
+            return replies
+        }
         if commands.contains(where: isBlocking) {
             // A blocking command holds up every request behind it on its connection: it gets
             // a connection to itself.
@@ -31,9 +35,15 @@ struct Route: Sendable {
         }
         while true {
             do {
-                return try await pool.withShared(deadline: deadline) { connection in
+                let replies = try await pool.withShared(deadline: deadline) { connection in
                     try await connection.executeOrNotSent(commands, family: family, deadline: deadline)
                 }
+                // Under Sentinel, READONLY means the primary became a replica: the refused
+                // writes did not run, so the request goes to the new primary within its deadline.
+                guard pool.target?.role == .primary, replies.contains(where: \.isReadOnlyError) else { return replies }
+                pool.primaryMoved()
+                guard NIODeadline.now() + TimeAmount(pool.configuration.initialBackoff) < deadline else { return replies }
+                try? await Task.sleep(for: pool.configuration.initialBackoff)
             } catch let error as RequestNotSent {
                 if NIODeadline.now() >= deadline { throw error.error }
                 await Task.yield()
@@ -81,6 +91,12 @@ private func isBlocking(_ c: Command) -> Bool {
 }
 
 extension RESPValue {
+    /// `-READONLY You can't write against a read only replica.`
+    var isReadOnlyError: Bool {
+        if case .error(let text) = self { return text.hasPrefix("READONLY") }
+        return false
+    }
+
     /// Self, or the server error it carries thrown as ``CairnClientError``.
     func throwingServerError() throws(CairnClientError) -> RESPValue {
         if case .error(let text) = self { throw CairnClientError(serverReply: text) }

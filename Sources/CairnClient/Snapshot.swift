@@ -1,4 +1,4 @@
-public import RESP
+import RESP
 
 /// A point-in-time view of the database: reads through it see the data as it was when the
 /// snapshot was taken. Only reads are offered (it is a ``KeyValueReader``).
@@ -6,19 +6,12 @@ public import RESP
 /// Get one with ``CairnClient/withSnapshot(_:)`` or ``ColumnFamily/withSnapshot(_:)``; it lives
 /// on one server connection (`SNAPSHOT.CREATE`, `SNAPSHOT.USE`) for the length of the closure
 /// and is released when the closure returns or throws. Do not keep it after that.
-public struct Snapshot: KeyValueReader {
+public struct Snapshot: KeyValueReader, RoutedSender {
     /// The server's snapshot id.
     public let id: Int64
     let route: Route
 
-    @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
-        try await route.send(argv)
-    }
-
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
-        try await route.pipeline(commands)
-    }
+    public var _route: CommandRoute { CommandRoute(route) }
 
     /// The snapshot's entries from `start` on (or back from it with `reverse`) through a server
     /// iterator (`ITER.OPEN SNAPSHOT id`), `batchSize` per `ITER.NEXT`. See ``IteratorSequence``.

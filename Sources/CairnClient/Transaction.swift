@@ -7,56 +7,96 @@ import Synchronization
 /// Writes are queued (`tx.set`, `tx.incrBy`, ``queue(_:)`` for anything else) and sent as
 /// `MULTI`, the commands, `EXEC` in one round trip when the body returns; on Cairn they commit
 /// as one RocksDB write batch. Their replies are what the transaction call returns.
-public final class Transaction: KeyValueReader {
+///
+/// A transaction runs in a column family (``CairnClient/transaction(in:watching:attempts:_:)``,
+/// `default` otherwise); ``family(_:)`` gives a view of the same transaction in another family,
+/// so one EXEC can write to several families atomically. The `CF.USE`s this takes are the
+/// client's business: they are not among the replies.
+public final class Transaction: KeyValueReader, RoutedSender {
     let route: Route
-    private let queued = Mutex<[Command]>([])
+    /// Shared by every family view of the transaction.
+    private let state: TransactionState
 
-    init(route: Route) { self.route = route }
-
-    /// Runs a read now on the transaction's connection (e.g. `GET` of a watched key).
-    @discardableResult
-    public func send(_ argv: [any RESPArgument]) async throws(CairnClientError) -> RESPValue {
-        try await route.send(argv)
+    init(route: Route) {
+        self.route = route
+        state = TransactionState()
     }
 
-    public func pipeline(_ commands: [[any RESPArgument]]) async throws(CairnClientError) -> [RESPValue] {
-        try await route.pipeline(commands)
+    private init(route: Route, sharing other: Transaction) {
+        self.route = route
+        state = other.state
+    }
+
+    /// `send` runs a read now on the transaction's connection (e.g. `GET` of a watched key),
+    /// in this view's family.
+    public var _route: CommandRoute { CommandRoute(route) }
+
+    /// The family this view's reads and queued commands run in.
+    public var familyName: String { route.family ?? "default" }
+
+    /// The same transaction, with reads and queued commands in column family `name`:
+    /// `tx.family("orders").set("o:1", body)`. Commands queued through any view commit in the
+    /// one EXEC, in the order they were queued.
+    public func family(_ name: String) -> Transaction {
+        Transaction(route: Route(pool: route.pool, family: name, pinned: route.pinned), sharing: self)
     }
 
     /// Queues any command for the EXEC.
     public func queue(_ argv: [any RESPArgument]) {
-        let c = command(argv)
-        queued.withLock { $0.append(c) }
+        let c = QueuedCommand(family: route.family, command: command(argv))
+        state.queued.withLock { $0.append(c) }
     }
 
     /// The commands queued so far.
-    var commands: [Command] { queued.withLock { $0 } }
+    var commands: [QueuedCommand] { state.queued.withLock { $0 } }
+
+    /// Sets what runs after the queued commands were sent and before EXEC is: for tests that
+    /// change a watched key or stop the server at that moment.
+    package func runBeforeExec(_ hook: (@Sendable () async throws -> Void)?) {
+        state.beforeExec.withLock { $0 = hook }
+    }
+
+    var beforeExec: (@Sendable () async throws -> Void)? { state.beforeExec.withLock { $0 } }
 
     /// Queues `SET key value [NX|XX] [EX ...]`.
     public func set(_ key: some RESPArgument, _ value: some RESPArgument, expiration: Expiration? = nil, condition: SetCondition = .always)
     {
-        queue(["SET", key, value] + condition.arguments + (expiration?.arguments ?? []))
+        queue(WriteSyntax.set(key, value, expiration, condition))
     }
 
     /// Queues `DEL key...`.
-    public func delete(_ keys: any RESPArgument...) { queue(["DEL"] + keys) }
+    public func delete(_ keys: any RESPArgument...) { queue(WriteSyntax.delete(keys)) }
 
     /// Queues `INCRBY key amount`.
-    public func incrBy(_ key: some RESPArgument, _ amount: Int64) { queue(["INCRBY", key, amount]) }
+    public func incrBy(_ key: some RESPArgument, _ amount: Int64) { queue(WriteSyntax.incrBy(key, amount)) }
 
     /// Queues `APPEND key value`.
-    public func append(_ key: some RESPArgument, _ value: some RESPArgument) { queue(["APPEND", key, value]) }
+    public func append(_ key: some RESPArgument, _ value: some RESPArgument) { queue(WriteSyntax.append(key, value)) }
 
     /// Queues `MERGE key operand`.
-    public func merge(_ key: some RESPArgument, _ operand: some RESPArgument) { queue(["MERGE", key, operand]) }
+    public func merge(_ key: some RESPArgument, _ operand: some RESPArgument) { queue(WriteSyntax.merge(key, operand)) }
 
-    /// Queues `EXPIRE key seconds`.
-    public func expire(_ key: some RESPArgument, seconds: Int) { queue(["EXPIRE", key, seconds]) }
+    /// Queues `EXPIRE key seconds [NX|XX|GT|LT]`.
+    public func expire(_ key: some RESPArgument, seconds: Int, _ condition: ExpireCondition? = nil) {
+        queue(WriteSyntax.expire("EXPIRE", key, seconds, condition))
+    }
 
     /// Queues `DELRANGE low high`.
     public func deleteRange(_ low: RangeBound, _ high: RangeBound) {
-        queue(["DELRANGE", low.argument(low: true), high.argument(low: false)])
+        queue(WriteSyntax.deleteRange(low, high))
     }
+}
+
+/// What the views of one transaction share.
+final class TransactionState: Sendable {
+    let queued = Mutex<[QueuedCommand]>([])
+    let beforeExec = Mutex<(@Sendable () async throws -> Void)?>(nil)
+}
+
+/// A command queued for EXEC and the family it runs in (nil: the transaction's own).
+struct QueuedCommand {
+    let family: String?
+    let command: Command
 }
 
 extension Route {
@@ -71,28 +111,61 @@ extension Route {
                 do {
                     try await body(tx)
                 } catch {
-                    if !keys.isEmpty { _ = try? await pinned.send(["UNWATCH"]) }
+                    // Whatever the body watched, in whichever family: the connection goes back clean.
+                    _ = try? await pinned.send(["UNWATCH"])
                     throw error
                 }
-                let queued = tx.commands
-                let replies = try await pinned.execute([[Array("MULTI".utf8)]] + queued + [[Array("EXEC".utf8)]])
-                let exec = replies[replies.count - 1]
+                let exec = try await pinned.execute(tx)
                 if exec.isNull {
                     if attempt < attempts { continue }
                     throw CairnClientError(
                         .transactionAborted, message: "a watched key changed; the transaction did not run (\(attempts) attempts)")
                 }
-                // EXECABORT when a command was refused while queueing; the queueing error says why.
-                if case .error(let text) = exec {
-                    let cause = replies.dropFirst().dropLast().first { if case .error = $0 { true } else { false } }
-                    var error = CairnClientError(serverReply: text)
-                    if case .error(let detail)? = cause { error.message += " (\(detail))" }
-                    throw error
-                }
                 return try exec.expectArray()
             }
             preconditionFailure("unreachable")
         }
+    }
+
+    /// Sends `MULTI`, the queued commands with a `CF.USE` wherever the family changes, `EXEC`,
+    /// and a `CF.USE` back to this route's family when the last command ran elsewhere; returns
+    /// EXEC's reply with the `CF.USE` replies taken out.
+    ///
+    /// - Throws: `.server` with prefix `EXECABORT` (and the queueing error) when the server
+    ///   refused a queued command.
+    private func execute(_ tx: Transaction) async throws -> RESPValue {
+        let home = family
+        var current = home
+        var multi: [Command] = [[Array("MULTI".utf8)]]
+        var switches = Set<Int>()  // positions (in EXEC's reply) of the queued CF.USEs
+        for queued in tx.commands {
+            if let wanted = queued.family, wanted != current {
+                switches.insert(multi.count - 1)
+                multi.append(command("CF.USE", wanted))
+                current = wanted
+            }
+            multi.append(queued.command)
+        }
+        var tail: [Command] = [[Array("EXEC".utf8)]]
+        if let home, current != home { tail.append(command("CF.USE", home)) }
+        let replies: [RESPValue]
+        if let hook = tx.beforeExec {
+            let queuedReplies = try await execute(multi)
+            try await hook()
+            replies = try await queuedReplies + execute(tail)
+        } else {
+            replies = try await execute(multi + tail)
+        }
+        let exec = replies[multi.count]
+        // EXECABORT when a command was refused while queueing; the queueing error says why.
+        if case .error(let text) = exec {
+            let cause = replies[1..<multi.count].first { if case .error = $0 { true } else { false } }
+            var error = CairnClientError(serverReply: text)
+            if case .error(let detail)? = cause { error.message += " (\(detail))" }
+            throw error
+        }
+        guard !switches.isEmpty, case .array(let results) = exec else { return exec }
+        return .array(results.enumerated().filter { !switches.contains($0.offset) }.map(\.element))
     }
 }
 
@@ -118,6 +191,33 @@ extension CairnClient {
         async throws -> [RESPValue]
     {
         try await route.transaction(watching: keys, attempts: attempts, body)
+    }
+}
+
+extension CairnClient {
+    /// As ``transaction(watching:attempts:_:)``, in column family `family`: the watched keys,
+    /// the reads and the queued commands are that family's (``Transaction/family(_:)`` reaches
+    /// others within the same EXEC).
+    ///
+    /// ```swift
+    /// try await client.transaction(in: "orders") { tx in
+    ///     tx.set("order:7", "paid")
+    ///     tx.family("stock").incrBy("widget", -1)
+    /// }
+    /// ```
+    @discardableResult
+    public func transaction(
+        in family: String, watching keys: [any RESPArgument] = [], attempts: Int = 1, _ body: (Transaction) async throws -> Void
+    ) async throws -> [RESPValue] {
+        try await Route(pool: route.pool, family: family, pinned: nil).transaction(watching: keys, attempts: attempts, body)
+    }
+
+    /// As ``transaction(in:watching:attempts:_:)`` with the family's name.
+    @discardableResult
+    public func transaction(
+        in family: ColumnFamily, watching keys: [any RESPArgument] = [], attempts: Int = 1, _ body: (Transaction) async throws -> Void
+    ) async throws -> [RESPValue] {
+        try await transaction(in: family.name, watching: keys, attempts: attempts, body)
     }
 }
 

@@ -31,33 +31,30 @@ struct FamilyCommands {
         }
     }
 
-    /// The commands with a `CF.USE` before each family's group, and a last `CF.USE default` so
-    /// the connection goes back to the pool in the family it came in.
-    var pipeline: [[any RESPArgument]] {
-        var out: [[any RESPArgument]] = []
+    /// Runs the commands now on the transaction's connection, one pipeline per family, and
+    /// returns each family's replies. The transaction's family views switch families.
+    func run(in tx: Transaction) async throws -> [String: [RESPValue]] {
+        var out: [String: [RESPValue]] = [:]
         for family in order {
-            out.append(["CF.USE", family])
-            out += groups[family]!
+            do {
+                out[family] = try await tx.family(family).pipeline(groups[family]!)
+            } catch {
+                // A server error here is the family switch's: the family is missing.
+                if error.code == .server {
+                    throw CairnStoreError(.saveFailed, "CF.USE \(family): \(error)")
+                }
+                throw error
+            }
         }
         return out
     }
 
-    /// The replies of each command, without those of the `CF.USE`s; throws when a `CF.USE`
-    /// failed (a missing family).
-    func split(_ replies: some Collection<RESPValue>) throws -> [String: [RESPValue]] {
-        var out: [String: [RESPValue]] = [:]
-        var i = replies.startIndex
+    /// Queues the commands for the transaction's EXEC, each in its family.
+    func queue(in tx: Transaction) {
         for family in order {
-            if case .error(let text) = replies[i] {
-                throw CairnStoreError(.saveFailed, "CF.USE \(family): \(text)")
-            }
-            i = replies.index(after: i)
-            let n = groups[family]!.count
-            let end = replies.index(i, offsetBy: n)
-            out[family] = Array(replies[i..<end])
-            i = end
+            let view = tx.family(family)
+            for command in groups[family]! { view.queue(command) }
         }
-        return out
     }
 }
 
@@ -111,10 +108,17 @@ extension StoreSession {
             models[key.type] = try await store.model(type)
         }
         let plan = SavePlan(session: self, models: models)
-        let result = try await store.client.withConnection { connection in
-            try await plan.run(on: connection)
+        var result: SaveResult?
+        do {
+            try await store.client.transaction(in: "default") { tx in
+                result = try await plan.run(in: tx)
+            }
+        } catch let error as CairnClientError where error.code == .transactionAborted {
+            throw CairnStoreError(.conflict, "an object changed between this save's read and its commit")
+        } catch let error as CairnClientError where error.code == .server && error.prefix == "EXECABORT" {
+            throw CairnStoreError(.saveFailed, "EXEC: \(error)")
         }
-        apply(result)
+        if let result { apply(result) }
     }
 
     /// Class instances read through the session whose encoding changed become updates.
@@ -194,29 +198,21 @@ final class SavePlan: @unchecked Sendable {
             .typeMismatch, "type '\(key.type)' is not registered with this store; list it in CairnStore.open(models:)")
     }
 
-    func run(on connection: CairnConnection) async throws -> SaveResult {
-        do {
-            return try await runWatched(connection)
-        } catch {
-            // Leave the connection clean for the pool: no watched keys, default family.
-            _ = try? await connection.pipeline([["UNWATCH"], ["CF.USE", "default"]])
-            throw error
-        }
-    }
-
-    private func runWatched(_ connection: CairnConnection) async throws -> SaveResult {
-        try await readStored(upsertOrder + deletes, connection)
-        try await expandCascades(connection)
-        try await nullifyReferences(connection)
+    /// Reads and watches what the save needs, checks revisions and queues the writes in `tx`,
+    /// whose EXEC commits them when this returns (a failure leaves the watched keys unwatched).
+    func run(in tx: Transaction) async throws -> SaveResult {
+        try await readStored(upsertOrder + deletes, tx)
+        try await expandCascades(tx)
+        try await nullifyReferences(tx)
         try checkRevisions()
         var result = SaveResult()
         let commands = try buildCommands(&result)
-        try await execute(commands, connection)
+        queue(commands, tx)
         return result
     }
 
     /// WATCHes and reads (MGET) the stored form of every key not read yet, in one round trip.
-    private func readStored(_ keys: [ObjectKey], _ connection: CairnConnection) async throws {
+    private func readStored(_ keys: [ObjectKey], _ tx: Transaction) async throws {
         let fresh = keys.filter { stored[$0] == nil }
         guard !fresh.isEmpty else { return }
         var byFamily: [String: [ObjectKey]] = [:]
@@ -241,11 +237,8 @@ final class SavePlan: @unchecked Sendable {
                 reads.append((family, chunk))
             }
         }
-        let pipeline = commands.pipeline + readCommands.pipeline + [["CF.USE", "default"]]
-        let replies = try await connection.pipeline(pipeline)
-        let watchCount = commands.pipeline.count
-        _ = try commands.split(replies[0..<watchCount])
-        let readReplies = try readCommands.split(replies[watchCount..<(replies.count - 1)])
+        _ = try await commands.run(in: tx)
+        let readReplies = try await readCommands.run(in: tx)
         var position: [String: Int] = [:]
         for (family, chunk) in reads {
             let p = position[family, default: 0]
@@ -271,7 +264,7 @@ final class SavePlan: @unchecked Sendable {
     }
 
     /// Adds the targets of cascading relationships of deleted objects to the deletes, until none is new.
-    private func expandCascades(_ connection: CairnConnection) async throws {
+    private func expandCascades(_ tx: Transaction) async throws {
         var frontier = deletes
         while !frontier.isEmpty {
             var next: [ObjectKey] = []
@@ -293,14 +286,14 @@ final class SavePlan: @unchecked Sendable {
                     }
                 }
             }
-            try await readStored(next, connection)
+            try await readStored(next, tx)
             frontier = next
         }
     }
 
     /// Removes pointers to deleted objects from the objects that hold them (found through the
     /// reverse index), turning those owners into updates of this save.
-    private func nullifyReferences(_ connection: CairnConnection) async throws {
+    private func nullifyReferences(_ tx: Transaction) async throws {
         let present = deletes.filter { stored[$0]?.object != nil }
         guard !present.isEmpty else { return }
         var commands = FamilyCommands()
@@ -308,8 +301,7 @@ final class SavePlan: @unchecked Sendable {
             let prefix = key.type.keyBytes + key.key
             commands.add(store.refsFamily, KeyRange(prefix: prefix).arguments(keysOnly: true))
         }
-        let replies = try await connection.pipeline(commands.pipeline + [["CF.USE", "default"]])
-        let scans = try commands.split(replies.dropLast())[store.refsFamily] ?? []
+        let scans = try await commands.run(in: tx)[store.refsFamily] ?? []
         var owners: [(owner: ObjectKey, relationship: Int, target: ObjectKey)] = []
         for (key, reply) in zip(present, scans) {
             guard case .array(let items) = reply else { throw CairnStoreError(.saveFailed, "RANGE in refs replied \(reply)") }
@@ -333,7 +325,7 @@ final class SavePlan: @unchecked Sendable {
             }
         }
         // Every owner rewritten is read (and WATCHed): its stored entries are the ones to replace.
-        try await readStored(owners.map(\.owner), connection)
+        try await readStored(owners.map(\.owner), tx)
         for owner in toRead where upserts[owner] == nil {
             guard let object = stored[owner]?.object else { continue }
             // Rewritten from what is stored: no revision expectation beyond the WATCH.
@@ -455,37 +447,12 @@ final class SavePlan: @unchecked Sendable {
         return commands
     }
 
-    /// MULTI, the commands, EXEC, and a `CF.USE default` outside the transaction (a `CF.USE`
-    /// inside MULTI stays in effect after EXEC), so the connection goes back to the pool in
-    /// the family it came in, whether or not EXEC ran.
-    private func execute(_ commands: FamilyCommands, _ connection: CairnConnection) async throws {
-        var queued: [[any RESPArgument]] = [["MULTI"]] + commands.pipeline
+    /// Queues the writes (and the test hooks' extra command and pause before EXEC).
+    private func queue(_ commands: FamilyCommands, _ tx: Transaction) {
+        commands.queue(in: tx)
         let hooks = store.hooks.withLock { $0 }
-        if let extra = hooks.extraQueuedCommand { queued.append(extra) }
-        let tail: [[any RESPArgument]] = [["EXEC"], ["CF.USE", "default"]]
-        var replies: [RESPValue]
-        if let beforeExec = hooks.beforeExec {
-            replies = try await connection.pipeline(queued)
-            try await beforeExec()
-            replies += try await connection.pipeline(tail)
-        } else {
-            replies = try await connection.pipeline(queued + tail)
-        }
-        let exec = replies[replies.count - 2]
-        switch exec {
-        case .array(let results):
-            // Every queued command ran; an error here means part of the batch failed to apply.
-            if let failed = results.first(where: { if case .error = $0 { true } else { false } }) {
-                throw CairnStoreError(.saveFailed, "a command of the transaction failed: \(failed)")
-            }
-        case .null:
-            throw CairnStoreError(.conflict, "an object changed between this save's read and its commit")
-        case .error(let text):
-            let cause = replies.dropFirst().dropLast(2).first { if case .error = $0 { true } else { false } }
-            throw CairnStoreError(.saveFailed, "EXEC: \(text)\(cause.map { " (\($0))" } ?? "")")
-        default:
-            throw CairnStoreError(.saveFailed, "EXEC replied \(exec)")
-        }
+        if let extra = hooks.extraQueuedCommand { tx.queue(extra) }
+        tx.runBeforeExec(hooks.beforeExec)
     }
 
     private func describe(_ key: [UInt8]) -> String {
