@@ -118,7 +118,12 @@ public final class Server: ServerHooks, @unchecked Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             let config = engine.configuration
             engine.stats.connectionsReceived.increment()
-            if engine.clients.count >= config.maxclients || shuttingDown.load(ordering: .relaxed) {
+            if shuttingDown.load(ordering: .relaxed) {
+                // As a closed listener would: no reply (it is not "max clients").
+                Glibc.close(fd)
+                continue
+            }
+            if engine.clients.count >= config.maxclients {
                 refuse(fd)
                 continue
             }
