@@ -32,8 +32,16 @@ import Testing
             let start = ContinuousClock.now
             #expect(try await client.blockingPop(["empty"], timeout: 0.3) == nil)
             #expect(ContinuousClock.now - start >= .milliseconds(280))
-            async let popped = client.blockingPop(["jobs"], from: .right, timeout: 5)
-            #expect(try await eventually { try await client.info("clients").integer("blocked_clients", in: "clients") == 1 })
+            async let popped = client.blockingPop(["jobs"], from: .right, timeout: 20)
+            // This BRPOP itself is parked (blocked_clients alone could still count the first one).
+            #expect(try await eventually(seconds: 15) {
+                let list: [UInt8]
+                switch try await client.send(["CLIENT", "LIST"]) {
+                case .bulkString(let text), .verbatimString(_, let text): list = text
+                default: return false
+                }
+                return String(decoding: list, as: UTF8.self).split(separator: "\n").contains { $0.contains("flags=b") && $0.contains("cmd=brpop") }
+            })
             try await client.rpush("jobs", "job1")
             let got = try await popped
             #expect(got?.key.text == "jobs" && got?.element.text == "job1")
