@@ -144,8 +144,12 @@ final class ReplicaFeeder: @unchecked Sendable {
                 lastPing = now
             }
             if !out.bytes.isEmpty { try socket.send(out.bytes) }
-            // Acknowledgements: wait for one up to 1 ms when there was nothing to send.
-            while let frame = try socket.nextFrame(wait: sent == 0) {
+            // Acknowledgements: wait up to 1 ms for the first, then take what else arrived. The
+            // wait also paces the WAL reads (about a thousand a second, each sending what
+            // accumulated), where reading again at once would spin on a busy primary.
+            var waitForFirst = true
+            while let frame = try socket.nextFrame(wait: waitForFirst) {
+                waitForFirst = false
                 lastHeard = Clock.milliseconds()
                 if frame.count == 3, ReplicationFrame.name(frame) == "REPLCONF", frame[1].elementsEqual("ACK".utf8) || frame[1].elementsEqual("ack".utf8),
                    let seq = ReplicationFrame.number(frame[2]) {
@@ -158,7 +162,6 @@ final class ReplicaFeeder: @unchecked Sendable {
                         logger.notice("\(name) takes over: refusing writes; it gets everything up to sequence \(handOverTarget!)")
                     }
                 }
-                if sent > 0 { break }
             }
             if Clock.milliseconds() - lastHeard > Int64(timeout) * 1000 {
                 throw ReplicationSocket.Failure(description: "no acknowledgement for \(timeout) s (repl-timeout)")
