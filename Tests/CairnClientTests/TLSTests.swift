@@ -7,7 +7,7 @@ import Testing
 /// TLS through NIOSSL against `redis-server --tls-port` (Debian's redis is built with TLS),
 /// with a self-signed certificate for `localhost` made by `openssl` here (no IP entry: NIOSSL
 /// accepts a certificate whose IP entry matches the peer whatever name it was asked to check).
-@Suite(.enabled(if: RedisProcess.binary != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "redis-server or openssl is missing"))
+@Suite(.serialized, .enabled(if: RedisProcess.binary != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "redis-server or openssl is missing"))
 struct TLSTests {
     /// A TLS-only redis-server with a fresh self-signed certificate; stopped by ``stop()``.
     final class TLSRedis {
@@ -58,7 +58,8 @@ struct TLSTests {
             config.tls = tls
             config.tlsServerName = "localhost"
             config.reconnectDeadline = .milliseconds(200)
-            config.requestDeadline = .seconds(5)
+            // TLS handshakes are slow on a busy machine (the whole test run shares two cores).
+            config.requestDeadline = .seconds(20)
             return config
         }
 
