@@ -211,7 +211,6 @@ final class PrimaryLink: @unchecked Sendable {
                     do {
                         try engine.replication.apply(engine, sequence: sequence, data: frame[2])
                     } catch {
-                        if case .outOfOrder = error { engine.replication.requireFullSync() }
                         logger.error("replication: \(error); the next sync will be a full one")
                         engine.replication.requireFullSync()
                         throw error

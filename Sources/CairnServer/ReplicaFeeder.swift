@@ -42,12 +42,16 @@ final class ReplicaFeeder: @unchecked Sendable {
 
     private var name: String { "replica \(record.address) (client \(record.id))" }
 
+    /// The replica's address as it announced it (`REPLCONF ip-address`), else its connection's.
+    private var replicaHost: String {
+        handOff.announcedIP.isEmpty ? String(record.address.split(separator: ":").dropLast().joined(separator: ":")) : handOff.announcedIP
+    }
+
     private func run() {
         engine.replication.keepWAL(engine)
         let generation = engine.replication.feedGeneration
-        let host = handOff.announcedIP.isEmpty ? String(record.address.split(separator: ":").dropLast().joined(separator: ":")) : handOff.announcedIP
         engine.replication.replicaConnected(.init(
-            clientID: record.id, address: host, listeningPort: handOff.listeningPort, state: handOff.full ? "wait_bgsave" : "online",
+            clientID: record.id, address: replicaHost, listeningPort: handOff.listeningPort, state: handOff.full ? "wait_bgsave" : "online",
             acked: handOff.full ? 0 : handOff.from - 1, lastAck: Clock.milliseconds()))
         defer {
             engine.replication.replicaDisconnected(record.id)
@@ -133,8 +137,7 @@ final class ReplicaFeeder: @unchecked Sendable {
                 ReplicationFrame.takeoverReady(target, into: &out)
                 try socket.send(out.bytes)
                 handOverTarget = nil
-                let host = handOff.announcedIP.isEmpty ? String(record.address.split(separator: ":").dropLast().joined(separator: ":")) : handOff.announcedIP
-                engine.replication.handedOver(engine, host: host, port: handOff.listeningPort)
+                engine.replication.handedOver(engine, host: replicaHost, port: handOff.listeningPort)
                 return
             }
             if engine.replication.takePromoteRequest(for: record.id) { ReplicationFrame.promote(into: &out) }

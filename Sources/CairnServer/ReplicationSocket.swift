@@ -7,7 +7,9 @@ import Glibc
 /// (a slow peer holds only its link, never a worker).
 struct ReplicationSocket {
     let fd: Int32
+    /// Handshake bytes not yet taken as lines.
     private var buffer: [UInt8] = []
+    private var framing = false
     private var parser = RequestParser(limits: RESPLimits())
     private var scratch = [UInt8](repeating: 0, count: 256 * 1024)
 
@@ -75,12 +77,17 @@ struct ReplicationSocket {
 
     func send(_ text: String) throws(Failure) { try send(Array(text.utf8)) }
 
-    /// Reads what arrives within the receive timeout into the buffer; false on a timeout.
-    /// `wait: false` only takes what is already there.
+    /// Reads what arrives within the receive timeout (`wait: false`: only what is already
+    /// there): into the line buffer during the handshake, into the frame parser after
+    /// `startFrames`. False when nothing came.
     private mutating func fill(wait: Bool = true) throws(Failure) -> Bool {
         let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, wait ? 0 : Int32(MSG_DONTWAIT)) }
         if n > 0 {
-            parser.append(UnsafeRawBufferPointer(start: scratch.withUnsafeBytes { $0.baseAddress }, count: n))
+            if framing {
+                scratch.withUnsafeBytes { parser.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            } else {
+                buffer += scratch[0..<n]
+            }
             return true
         }
         if n == 0 { throw Failure(description: "the peer closed the connection") }
@@ -93,7 +100,7 @@ struct ReplicationSocket {
         var waited = 0
         while true {
             if let line = takeLine() { return line }
-            if !(try fillRaw()) {
+            if !(try fill()) {
                 waited += 1
                 if waited >= timeoutSeconds { throw Failure(description: "no reply within \(timeoutSeconds) s") }
             }
@@ -107,17 +114,9 @@ struct ReplicationSocket {
         return String(decoding: line, as: UTF8.self)
     }
 
-    /// Reads into the line buffer (handshake); once the handshake is over, `startFrames` moves
-    /// what is left to the frame parser.
-    private mutating func fillRaw() throws(Failure) -> Bool {
-        let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n > 0 { buffer += scratch[0..<n]; return true }
-        if n == 0 { throw Failure(description: "the peer closed the connection") }
-        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return false }
-        throw Failure(description: "recv: \(String(cString: strerror(errno)))")
-    }
-
+    /// The handshake is over: what follows are frames.
     mutating func startFrames() {
+        framing = true
         parser.append(buffer)
         buffer = []
     }

@@ -108,17 +108,25 @@ class Writer(threading.Thread):
         self.join(10)
 
 
-def primary_port(sentinel):
-    return int(sentinel.client().execute_command("SENTINEL", "get-master-addr-by-name", "cairn")[1])
-
-
-def test_sentinel_fails_over_a_killed_primary_and_loses_no_acknowledged_write(cluster):
+def watching(cluster):
+    """Waits until the replicas are linked and the sentinels see both and each other; the
+    first sentinel's client."""
     primary, a, b, sentinels = cluster
     wait_until(lambda: caught_up(primary.server, a.server, b.server), what="replicas linked")
     s0 = sentinels[0].client()
     wait_until(lambda: int(s0.execute_command("SENTINEL", "master", "cairn")["num-slaves"]) == 2
                and int(s0.execute_command("SENTINEL", "master", "cairn")["num-other-sentinels"]) == 2,
                timeout=30, what="sentinels to see both replicas and each other")
+    return s0
+
+
+def primary_port(sentinel):
+    return int(sentinel.client().execute_command("SENTINEL", "get-master-addr-by-name", "cairn")[1])
+
+
+def test_sentinel_fails_over_a_killed_primary_and_loses_no_acknowledged_write(cluster):
+    primary, a, b, sentinels = cluster
+    s0 = watching(cluster)
     assert "s_down" not in s0.execute_command("SENTINEL", "master", "cairn")["flags"]
     writer = Writer(sentinels)
     writer.start()
@@ -155,11 +163,7 @@ def test_sentinel_fails_over_a_killed_primary_and_loses_no_acknowledged_write(cl
 
 def test_a_graceful_sentinel_failover_loses_no_acknowledged_write(cluster):
     primary, a, b, sentinels = cluster
-    wait_until(lambda: caught_up(primary.server, a.server, b.server), what="replicas linked")
-    s0 = sentinels[0].client()
-    wait_until(lambda: int(s0.execute_command("SENTINEL", "master", "cairn")["num-slaves"]) == 2
-               and int(s0.execute_command("SENTINEL", "master", "cairn")["num-other-sentinels"]) == 2,
-               timeout=30, what="sentinels to see both replicas and each other")
+    s0 = watching(cluster)
     writer = Writer(sentinels, wait=False)
     writer.start()
     time.sleep(1.5)
