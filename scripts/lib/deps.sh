@@ -22,5 +22,5 @@ cairn_install_build_deps() {
 
 # What the integration tests drive besides cairnd (scripts/test).
 cairn_install_test_deps() {
-    cairn_apt_install redis-server redis-sentinel redis-tools openssl netcat-openbsd tmux prometheus-redis-exporter
+    cairn_apt_install redis-server redis-sentinel redis-tools openssl iproute2 netcat-openbsd tmux prometheus-redis-exporter
 }
