@@ -69,7 +69,7 @@ let package = Package(
         .target(
             name: "CairnEngine",
             dependencies: [
-                "Rocks", "RESP", "CLua", .product(name: "Logging", package: "swift-log"),
+                "Rocks", "RESP", "CLua", "CMalloc", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
@@ -82,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "cairnd",
             dependencies: [
-                "CairnServer", "CairnEngine", "Rocks",
+                "CairnServer", "CairnEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -95,6 +95,8 @@ let package = Package(
         ),
         // epoll for the server's Poller (glibc headers only).
         .systemLibrary(name: "CEpoll"),
+        // glibc's <malloc.h>, for the engine's process memory tuning.
+        .systemLibrary(name: "CMalloc"),
         // libedit's readline interface for cairn-cli's prompt (Debian libedit-dev).
         .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
         // cairn-cli's testable parts: reply formatting, help, admin subcommands, --pipe.
@@ -127,7 +129,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "CairnServerTests", dependencies: ["RESP", "CairnTestSupport"],
+            name: "CairnServerTests", dependencies: ["CairnServer", "CairnEngine", "RESP", "CairnTestSupport"],
             swiftSettings: strictSettings
         ),
         // Starts the real cairnd (and redis-server) for the server and client test targets.

@@ -34,6 +34,10 @@ extension Engine {
         }
         if let busy = scripting.busyRefusal(command, session: session, engine: self) { return .refused(command, busy) }
         if let readOnly = replication.refusal(command) { return .refused(command, readOnly) }
+        // Disk-full mode refuses every write whichever executor would run it (inside MULTI at
+        // queueing time, as Redis refuses writes when out of memory); the free-space accounting
+        // of writes that pass is the executors' (`diskRefusal`, the grouped write).
+        if command.flags.contains(.write) && diskGuard.refusesWrites { return .refused(command, .diskFull) }
         if session.subscriptionCount > 0 && session.protocolVersion == .v2 && !Engine.allowedWhileSubscribed.contains(command.name) {
             return .refused(command, CommandError(
                 "ERR", "Can't execute '\(command.name)': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
@@ -92,8 +96,16 @@ extension Engine {
         stats.commands[command].rejectedCalls.increment()
     }
 
-    /// Runs one request through the door and its handler, and appends its reply to `out`.
-    public func execute(_ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
+    /// Runs one request through the door and its handler, and appends its reply to `out`;
+    /// returns what else it asks of the server.
+    @discardableResult
+    public func execute(_ argv: [[UInt8]], session: Session, out: inout RESPWriter) -> Outcome {
+        executeOne(argv, session: session, out: &out)
+        return session.takeOutcome()
+    }
+
+    /// `execute`, leaving the outcome in the session for the caller to take with others.
+    func executeOne(_ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
         switch screen(argv, session: session) {
         case .unknown(let error):
             stats.commandsProcessed.increment()

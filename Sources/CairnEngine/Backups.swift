@@ -12,7 +12,7 @@ import Glibc
 /// unchanged database take about one copy. https://github.com/facebook/rocksdb/wiki/How-to-backup-RocksDB
 ///
 /// Every operation here is synchronous and may take long; the server runs them off the worker
-/// queues (a deferred reply, see `Session.deferred`), so they never block other clients. They
+/// queues (a deferred reply, see `Outcome.deferred`), so they never block other clients. They
 /// are serialised by `jobs`: one backup, verify, purge, restore or checkpoint at a time.
 public final class Backups: Sendable {
     /// Held for the whole of each job.

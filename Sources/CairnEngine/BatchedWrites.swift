@@ -10,9 +10,15 @@ extension Engine {
     public static let maxBatched = 256
 
     /// Runs `requests` (each `grouping` said `.batched`) and appends their replies, in order.
-    public func executeBatched(_ requests: [[[UInt8]]], session: Session, out: inout RESPWriter) {
+    @discardableResult
+    public func executeBatched(_ requests: [[[UInt8]]], session: Session, out: inout RESPWriter) -> Outcome {
+        runBatched(requests, session: session, out: &out)
+        return session.takeOutcome()
+    }
+
+    private func runBatched(_ requests: [[[UInt8]]], session: Session, out: inout RESPWriter) {
         guard requests.count > 1 else {
-            execute(requests[0], session: session, out: &out)
+            executeOne(requests[0], session: session, out: &out)
             return
         }
         var commands: [(Command, [[UInt8]])] = []
@@ -24,7 +30,7 @@ extension Engine {
             keys += command.keys(in: argv)
         }
         guard commands.count == requests.count else {
-            for argv in requests { execute(argv, session: session, out: &out) }
+            for argv in requests { executeOne(argv, session: session, out: &out) }
             return
         }
         for (command, _) in commands { admitted(command.name, session: session) }

@@ -37,7 +37,7 @@ public final class Engine: @unchecked Sendable {
     /// Disk-full mode: refuses writes before RocksDB runs out of space (DiskSpace.swift).
     public let diskGuard = DiskGuard()
     /// Set by the server when it syncs the WAL for `appendfsync always` itself (group commit,
-    /// see `Session.unsyncedWrite`); until then writes under `always` sync one by one.
+    /// see `Outcome.wroteToWAL`); until then writes under `always` sync one by one.
     public let groupCommit = Atomic<Bool>(false)
     /// Clients in MONITOR mode (Monitors.swift).
     public let monitors = Monitors()
@@ -270,8 +270,8 @@ public final class Engine: @unchecked Sendable {
     // MARK: sessions and dispatch
 
     /// A session for a new connection, in the default family.
-    public func makeSession(record: ClientRecord) -> Session {
-        let session = Session(record: record, authenticated: false, family: defaultFamily)
+    public func makeSession(record: ClientRecord, canDefer: Bool = false) -> Session {
+        let session = Session(record: record, authenticated: false, family: defaultFamily, canDefer: canDefer)
         logInAsDefault(session)
         return session
     }
@@ -416,7 +416,7 @@ public final class Engine: @unchecked Sendable {
         }
         let started = MonotonicClock.nanoseconds()
         let call = Call(engine: self, session: session, argv: argv, name: command.name)
-        if command.flags.contains(.write) { session.unsyncedWrite = true }
+        if command.flags.contains(.write) { session.outcome.wroteToWAL = true }
         var failed = 0
         do {
             try command.handler(call, &out)

@@ -9,29 +9,31 @@ extension Engine {
     /// The server's connections interleave the same executors with socket I/O and batch
     /// writes across clients; this is what the fuzzer and the tests drive, so the grouped paths
     /// are checked against running each request alone (`GroupedPathsTests`).
-    public func executePipeline(_ requests: [[[UInt8]]], session: Session, out: inout RESPWriter) {
+    @discardableResult
+    public func executePipeline(_ requests: [[[UInt8]]], session: Session, out: inout RESPWriter) -> Outcome {
+        var outcome = Outcome()
         var i = 0
         while i < requests.count {
             out.version = session.protocolVersion
             guard let kind = grouping(requests[i], session: session) else {
-                execute(requests[i], session: session, out: &out)
+                outcome.absorb(execute(requests[i], session: session, out: &out))
                 i += 1
                 continue
             }
             var end = i + 1
-            let most = kind == .read ? 16 : kind == .batched ? Engine.maxBatched : 1024
-            while end < requests.count && end - i < most && grouping(requests[end], session: session) == kind { end += 1 }
+            while end < requests.count && end - i < kind.mostRequests && grouping(requests[end], session: session) == kind { end += 1 }
             let run = Array(requests[i..<end])
             switch kind {
             case .read:
                 i += executePlainGets(run, session: session, out: &out)
             case .write:
-                reply(writePlainWrites([PlainWrites(session: session, requests: run)])[0], session: session, out: &out)
+                outcome.absorb(reply(writePlainWrites([PlainWrites(session: session, requests: run)])[0], session: session, out: &out))
                 i = end
             case .batched:
-                executeBatched(run, session: session, out: &out)
+                outcome.absorb(executeBatched(run, session: session, out: &out))
                 i = end
             }
         }
+        return outcome
     }
 }

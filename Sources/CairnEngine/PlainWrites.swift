@@ -103,20 +103,24 @@ extension Engine {
         }
     }
 
-    /// Appends the replies of one group and notes a write to sync under `appendfsync always`.
-    public func reply(_ replies: [PlainReply], session: Session, out: inout RESPWriter) {
+    /// Appends the replies of one group; the outcome says whether any wrote (its replies wait
+    /// for a sync under `appendfsync always`).
+    @discardableResult
+    public func reply(_ replies: [PlainReply], session: Session, out: inout RESPWriter) -> Outcome {
+        var outcome = Outcome()
         for r in replies {
             switch r {
             case .ok:
                 out.simpleString("OK")
-                session.unsyncedWrite = true
+                outcome.wroteToWAL = true
             case .integer(let n):
                 out.integer(n)
-                session.unsyncedWrite = true
+                outcome.wroteToWAL = true
             case .error(let e):
                 reply(e, to: &out)
             }
         }
+        return outcome
     }
 
     /// The puts of one batch, handed to RocksDB in key order. The memtable inserts each key by
@@ -207,14 +211,13 @@ extension Engine {
                             // As in Redis: the argument's error first, then the key's type.
                             if case .failure(let e) = delta { return .error(e) }
                             if old.isCollection { return .error(.wrongType) }
-                            switch delta.flatMap({ Engine.increment(old.payload, by: $0) }) {
+                            switch delta.flatMap({ Counter.increment(old.payload, expiresAt: old.expiresAt, by: $0) }) {
                             case .failure(let e): return .error(e)
-                            case .success(let value):
-                                let payload = Bytes.decimal(value)
-                                puts.put(key, ValueFormat.encode(payload, expiresAt: old.expiresAt), in: family)
-                                if let at = old.expiresAt { expirySweep.noteExpiringWrite(expiresAt: at) }
-                                current[slot] = Current(payload: payload, expiresAt: old.expiresAt)
-                                return .integer(value)
+                            case .success(let next):
+                                puts.put(key, ValueFormat.encode(next.payload, expiresAt: next.expiresAt), in: family)
+                                if let at = next.expiresAt { expirySweep.noteExpiringWrite(expiresAt: at) }
+                                current[slot] = Current(payload: next.payload, expiresAt: next.expiresAt)
+                                return .integer(next.value)
                             }
                         }
                     })
@@ -251,14 +254,4 @@ extension Engine {
         return current
     }
 
-    /// INCRBY's arithmetic: the payload as a 64-bit integer (0 when missing) plus `delta`.
-    static func increment(_ payload: [UInt8]?, by delta: Int64) -> Result<Int64, CommandError> {
-        var base: Int64 = 0
-        if let payload {
-            guard let v = Bytes.int64(payload) else { return .failure(.notInteger) }
-            base = v
-        }
-        let (result, overflow) = base.addingReportingOverflow(delta)
-        return overflow ? .failure(.overflow) : .success(result)
-    }
 }

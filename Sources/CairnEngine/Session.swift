@@ -39,14 +39,9 @@ public final class Session: @unchecked Sendable {
     public var family: Family {
         didSet { record.state.withLock { $0.family = family.name } }
     }
-    /// Set by MONITOR: once its reply is written the server sends this client every request
-    /// it runs (`Engine.monitors`), and clears this.
-    public var startsMonitoring = false
-    /// Set by QUIT and SHUTDOWN: the server closes after writing pending replies.
-    public var closeAfterReply = false
-    /// Set by PSYNC: once the replies before it are sent, the server hands this connection's
-    /// socket to a replica feeder (Replication/).
-    public var replicaHandOff: ReplicaHandOff? = nil
+    /// What the running request asks of the server besides its reply; the executor returns it
+    /// (`takeOutcome`).
+    var outcome = Outcome()
     /// What the replica said of itself with REPLCONF before PSYNC.
     var replicaListeningPort = 0
     var replicaAnnouncedIP = ""
@@ -68,22 +63,16 @@ public final class Session: @unchecked Sendable {
 
     /// Ids of snapshots and iterators closed by an online restore, for a clear error on next use.
     var closedByRestore: Set<Int64> = []
-    /// Set when a write command ran; under `appendfsync always` the server holds the replies
-    /// from here on until a WAL sync covers them, then clears it.
-    public var unsyncedWrite = false
-    /// True when the server can run `deferred` work off the connection's queue.
-    public var canDefer = false
-    /// Slow work a handler left to run off the connection's queue (backups, restore); the
-    /// server runs it, appends its reply, and only then runs this client's next request.
-    public var deferred: (@Sendable (inout RESPWriter) -> Void)? = nil
-    /// A blocking pop that found nothing (BLPOP...): the server parks the connection until
-    /// it is served, times out or is unblocked (Blocking/BlockRequest.swift).
-    public var blocked: BlockRequest? = nil
+    /// True when a server connection runs this session, so a request may be answered later:
+    /// deferred work, a parked blocking pop, a PSYNC hand-off (`Outcome`). In-process sessions
+    /// (tests, the fuzzer) get those answers inline.
+    public let canDefer: Bool
 
-    public init(record: ClientRecord, authenticated: Bool, family: Family) {
+    public init(record: ClientRecord, authenticated: Bool, family: Family, canDefer: Bool = false) {
         self.record = record
         self.authenticated = authenticated
         self.family = family
+        self.canDefer = canDefer
     }
 
     public var inTransaction: Bool { queued != nil }

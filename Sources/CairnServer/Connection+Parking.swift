@@ -22,7 +22,7 @@ extension Connection {
             parkTimer = timer
         }
         // Parked as retrying: this first retry sees a push that landed since the handler's try.
-        // `process`, which called us, goes on by itself when it serves.
+        // `drive`, which called us, goes on by itself when it serves.
         retryParked(request, resume: false)
     }
 
@@ -30,27 +30,29 @@ extension Connection {
     func retryParked(_ request: BlockRequest, resume: Bool = true) {
         dispatchPrecondition(condition: .onQueue(worker.queue))
         guard !closed, parked === request else { return }
-        let replyStart = base + writer.bytes.count
-        writer.version = session.protocolVersion
-        guard worker.engine.retryBlocked(session, request, out: &writer) else { return }
+        let start = machine.position
+        machine.output.version = session.protocolVersion
+        guard let outcome = worker.engine.retryBlocked(session, request, out: &machine.output) else { return }
         unpark()
-        holdRepliesForSync(from: replyStart)
-        if resume { process() }
+        machine.unparked(.init(holdsForSync: outcome.wroteToWAL && worker.engine.repliesWaitForSync), from: start)
+        if resume { drive() }
     }
 
     /// The wait ended without an element (timeout, CLIENT UNBLOCK): answers and goes on.
     func finishParked(_ request: BlockRequest, _ ending: BlockRequest.Ending) {
         dispatchPrecondition(condition: .onQueue(worker.queue))
         guard !closed, parked === request else { return }
+        let start = machine.position
         endParked(ending)
-        process()
+        machine.unparked(.init(), from: start)
+        drive()
     }
 
     /// Ends the wait of the parked request (also when the connection closes).
     func endParked(_ ending: BlockRequest.Ending) {
         guard let request = parked else { return }
-        writer.version = session.protocolVersion
-        worker.engine.endBlock(session, request, ending, out: &writer)
+        machine.output.version = session.protocolVersion
+        worker.engine.endBlock(session, request, ending, out: &machine.output)
         unpark()
     }
 

@@ -111,8 +111,7 @@ final class Worker: @unchecked Sendable {
     /// Takes a freshly accepted socket (called on any thread).
     func adopt(fd: Int32, record: ClientRecord) {
         queue.async { [self] in
-            let session = engine.makeSession(record: record)
-            session.canDefer = true
+            let session = engine.makeSession(record: record, canDefer: true)
             let connection = Connection(fd: fd, worker: self, session: session, limits: limits.resp)
             connections[fd] = connection
             let queue = queue

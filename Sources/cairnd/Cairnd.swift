@@ -4,7 +4,6 @@ import CairnServer
 import Dispatch
 import Foundation
 import Logging
-import Rocks
 
 /// `cairnd`: the Cairn server. Argument parsing and wiring only; the work is in CairnServer.
 @main

@@ -46,7 +46,7 @@ public final class BlockRequest: @unchecked Sendable {
 extension Call {
     /// Runs a blocking pop: `attempt` now; when it finds nothing, inside MULTI/EXEC or a script
     /// (session.transaction) or where the server cannot park the client, answers `empty` as
-    /// Redis does there; otherwise leaves the request in `session.blocked` for the server to
+    /// Redis does there; otherwise leaves the request in the outcome (`Outcome.blocked`) for the server to
     /// park (nothing is written: the reply comes when the wait ends).
     func block(keys: [[UInt8]], timeout: Int64, out: inout RESPWriter,
                empty: @escaping @Sendable (inout RESPWriter) -> Void,
@@ -56,7 +56,7 @@ extension Call {
             empty(&out)
             return
         }
-        session.blocked = BlockRequest(call: self, keys: keys, timeoutMilliseconds: timeout, attempt: attempt, empty: empty)
+        session.outcome.blocked = BlockRequest(call: self, keys: keys, timeoutMilliseconds: timeout, attempt: attempt, empty: empty)
     }
 
     /// A blocking command's timeout argument, in seconds with decimals, as milliseconds (0:
@@ -82,8 +82,9 @@ extension Engine {
     }
 
     /// Retries a parked request's pop; when it serves the client, writes the reply, unparks it
-    /// and returns true. An error (a destination of the wrong type) ends the wait too.
-    public func retryBlocked(_ session: Session, _ request: BlockRequest, out: inout RESPWriter) -> Bool {
+    /// and returns the outcome (nil while it still waits). An error (a destination of the wrong
+    /// type) ends the wait too.
+    public func retryBlocked(_ session: Session, _ request: BlockRequest, out: inout RESPWriter) -> Outcome? {
         while true {
             let call = Call(engine: self, session: session, argv: request.argv, name: request.name)
             var served: Bool
@@ -94,11 +95,12 @@ extension Engine {
                 served = true
             }
             if served {
-                session.unsyncedWrite = true
                 unpark(session)
-                return true
+                var outcome = Outcome()
+                outcome.wroteToWAL = true
+                return outcome
             }
-            if !blocking.retryFailed(session.id) { return false }
+            if !blocking.retryFailed(session.id) { return nil }
         }
     }
 

@@ -147,7 +147,7 @@ enum ACLCommands {
         guard !users.isEmpty else { return }
         let names = Set(users)
         for client in call.engine.clients.all where names.contains(client.state.withLock({ $0.user })) {
-            if client.id == call.session.id { call.session.closeAfterReply = true } else { client.kill() }
+            if client.id == call.session.id { call.session.outcome.closeAfterReply = true } else { client.kill() }
         }
     }
 

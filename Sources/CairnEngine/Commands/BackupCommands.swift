@@ -121,8 +121,8 @@ extension Call {
         let run: @Sendable (inout RESPWriter) -> Void = { w in
             do throws(CommandError) { try work(&w) } catch { engine.reply(error, to: &w) }
         }
-        if session.canDefer && session.transaction == nil && session.deferred == nil {
-            session.deferred = run
+        if session.canDefer && session.transaction == nil && session.outcome.deferred == nil {
+            session.outcome.deferred = run
         } else {
             run(&out)
         }

@@ -19,7 +19,7 @@ enum ConnectionCommands {
         },
         Command("quit", arity: -1, flags: [.noAuth, .noMulti, .fast], group: "connection",
                 summary: "Closes the connection.") { call, out throws(CommandError) in
-            call.session.closeAfterReply = true
+            call.session.outcome.closeAfterReply = true
             out.simpleString("OK")
         },
         Command("reset", arity: 1, flags: [.noAuth, .noMulti, .fast], group: "connection", since: "6.2.0",

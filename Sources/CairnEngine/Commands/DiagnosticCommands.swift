@@ -15,7 +15,7 @@ enum DiagnosticCommands {
         Command("monitor", arity: 1, flags: [.admin, .noTransaction, .loading, .stale], group: "server", since: "1.0.0",
                 summary: "Listens for all requests received by the server in real time.") { call, out throws(CommandError) in
             // The server starts sending this client the lines once this reply is written.
-            call.session.startsMonitoring = true
+            call.session.outcome.startsMonitoring = true
             out.simpleString("OK")
         },
     ]

@@ -42,7 +42,7 @@ enum ServerCommands {
                 }
             }
             call.engine.logger.notice("SHUTDOWN requested by client \(call.session.id) (\(call.session.record.address))")
-            call.session.closeAfterReply = true
+            call.session.outcome.closeAfterReply = true
             call.engine.scripting.stopForShutdown()
             call.engine.hooks?.requestShutdown()
         },

@@ -176,14 +176,14 @@ enum StringCommands {
         .grouped { _, session in session.readSnapshot == nil ? .write : nil }
     }
 
-    /// INCR and friends: read, add and write under the key's lock. TTL is kept. (Outside MULTI
+    /// INCR and friends: read, add (`Counter`) and write under the key's lock. (Outside MULTI
     /// the server usually batches them instead: `Engine.writePlainWrites`.)
     static func increment(_ call: Call, by delta: Int64) throws(CommandError) -> Int64 {
         try call.locked(call[1]) { () throws(CommandError) -> Int64 in
             let old = try call.read(call[1])
-            let result = try Engine.increment(old?.payload, by: delta).get()
-            try call.write(call[1], Bytes.decimal(result), expiresAt: old?.expiresAt)
-            return result
+            let next = try Counter.increment(old?.payload, expiresAt: old?.expiresAt, by: delta).get()
+            try call.write(call[1], next.payload, expiresAt: next.expiresAt)
+            return next.value
         }
     }
 

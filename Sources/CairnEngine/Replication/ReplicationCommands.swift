@@ -149,7 +149,7 @@ enum ReplicationCommands {
         }
         let from = partial ? asked! : latest + 1
         engine.logger.notice("replica \(call.session.record.address) asks to continue \(askedID) from \(call.text(2)): \(partial ? "partial sync from sequence \(from)" : "full sync")")
-        call.session.replicaHandOff = ReplicaHandOff(
+        call.session.outcome.replicaHandOff = ReplicaHandOff(
             full: !partial, from: from, id: s.id, listeningPort: call.session.replicaListeningPort, announcedIP: call.session.replicaAnnouncedIP)
     }
 }

@@ -189,7 +189,7 @@ final class Scripting: @unchecked Sendable {
                 engine.reply(error, to: &failed)
                 return failed.bytes
             }
-            session.unsyncedWrite = true
+            session.outcome.wroteToWAL = true
         }
         return out.bytes
     }

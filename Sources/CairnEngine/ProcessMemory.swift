@@ -1,4 +1,4 @@
-import CRocksDB
+import CMalloc
 
 /// Process-wide malloc settings for a process that runs RocksDB.
 public enum ProcessMemory {
