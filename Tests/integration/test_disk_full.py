@@ -61,6 +61,19 @@ def test_disk_full_then_space_returns(tmpfs_dir):
         assert c.dbsize() >= len(acknowledged)
         other = srv.client()
         assert other.ping() is True and other.get("before:0") == value_for("before:0")
+        # Every path refuses alike (the one admission step): grouped SETs, batched collection
+        # writes, and a write queued in MULTI, refused when queued so that EXEC aborts.
+        p = c.pipeline(transaction=False)
+        p.set("g1", "x").set("g2", "x").hset("h", "f", "v").hset("h", "g", "v").get("before:0")
+        out = p.execute(raise_on_error=False)
+        assert [str(e) for e in out[:4]] == [DISK_FULL] * 4, out
+        assert out[4] == value_for("before:0")
+        assert c.execute_command("MULTI") == b"OK"
+        assert c.execute_command("GET", "before:0") == b"QUEUED"
+        with pytest.raises(redis.ResponseError, match="no space left on the data disk"):
+            c.execute_command("SET", "in-multi", "x")
+        with pytest.raises(redis.exceptions.ExecAbortError):
+            c.execute_command("EXEC")
 
         # Space returns: writes resume on their own.
         os.remove(filler)
