@@ -53,14 +53,33 @@ public final class Database: KeyValueReader, @unchecked Sendable {
     /// - Parameter familyOptions: options for each family by name, including "default" and
     ///   families created later without explicit options.
     /// - Throws: `StorageError` (`.busy` when another process holds the directory).
+    /// - Parameter only: open just these of its families (those it has), "default" among them;
+    ///   RocksDB allows it for a read-only open only, so `options.readOnly` must be set.
     public static func open(
-        at path: String, options: DatabaseOptions = .init(),
+        at path: String, options: DatabaseOptions = .init(), only: Set<String>? = nil,
         familyOptions: @escaping @Sendable (String) -> ColumnFamilyOptions = { _ in .init() }
     ) throws -> Database {
-        try Database(path: path, options: options, familyOptions: familyOptions)
+        precondition(only == nil || (options.readOnly && only!.contains("default")), "a writable open needs every column family")
+        return try Database(path: path, options: options, only: only, familyOptions: familyOptions)
     }
 
-    private init(path: String, options: DatabaseOptions, familyOptions: @escaping @Sendable (String) -> ColumnFamilyOptions) throws {
+    /// The names of the families of the database at `path`; empty when there is none.
+    public static func familyNames(at path: String) -> [String] {
+        let dbOptions = rocksdb_options_create()!
+        defer { rocksdb_options_destroy(dbOptions) }
+        var count = 0
+        var err: UnsafeMutablePointer<CChar>? = nil
+        guard let list = rocksdb_list_column_families(dbOptions, path, &count, &err) else {
+            if let err { rocksdb_free(err) }
+            return []
+        }
+        defer { rocksdb_list_column_families_destroy(list, count) }
+        return (0..<count).map { String(cString: list[$0]!) }
+    }
+
+    private init(
+        path: String, options: DatabaseOptions, only: Set<String>?, familyOptions: @escaping @Sendable (String) -> ColumnFamilyOptions
+    ) throws {
         self.path = path
         self.options = options
         self.familyOptions = familyOptions
@@ -80,6 +99,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         }
         if let err { rocksdb_free(err) }  // a missing database: open creates it
         if names.isEmpty { names = ["default"] }
+        if let only { names = names.filter { only.contains($0) } }
 
         let familyOpts: [OpaquePointer?] = names.map { name in
             Database.makeOptions(options, cache: cache, family: familyOptions(name), owned: &owned)
