@@ -31,7 +31,7 @@ struct ReplicatedWrites: Equatable {
             if record.kind == .logData { continue }
             if let family = byID[record.family] {
                 if record.kind == .rangeDeletion { return ReplicatedWrites(all: true) }
-                stripes.insert(locks.stripe(for: Array(record.key), in: family))
+                stripes.insert(locks.stripe(for: record.key, in: family))
             } else if record.family == membersID {
                 if record.kind == .rangeDeletion { return ReplicatedWrites(all: true) }
                 let parsed = record.key.withUnsafeBytes { MemberKeys.parse($0) }
