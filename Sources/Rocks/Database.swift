@@ -50,11 +50,11 @@ public final class Database: KeyValueReader, @unchecked Sendable {
 
     /// Opens the database at `path` with every column family it has.
     ///
+    /// - Parameter only: open just these of its families (those it has), "default" among them;
+    ///   RocksDB allows it for a read-only open only, so `options.readOnly` must be set.
     /// - Parameter familyOptions: options for each family by name, including "default" and
     ///   families created later without explicit options.
     /// - Throws: `StorageError` (`.busy` when another process holds the directory).
-    /// - Parameter only: open just these of its families (those it has), "default" among them;
-    ///   RocksDB allows it for a read-only open only, so `options.readOnly` must be set.
     public static func open(
         at path: String, options: DatabaseOptions = .init(), only: Set<String>? = nil,
         familyOptions: @escaping @Sendable (String) -> ColumnFamilyOptions = { _ in .init() }
