@@ -148,9 +148,7 @@ public final class Engine: @unchecked Sendable {
             options.walSizeLimitMB = UInt64(max(1, c.replBacklogSize >> 20))
         }
         let liveness = CollectionLiveness()
-        let db = try Database.open(
-            at: c.dir, options: options,
-            familyOptions: familyOptionsAsRecorded(dir: c.dir, options: options, stats: stats, liveness: liveness))
+        let db = try openWithRecordedOptions(dir: c.dir, options: options) { familyOptions($0, stats: stats, liveness: liveness) }
         let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)
         let members = try db.family(named: membersFamilyName)
             ?? db.createFamily(named: membersFamilyName, options: familyOptions(membersFamilyName, liveness: liveness))

@@ -73,38 +73,34 @@ struct FamilySettings: Equatable, Sendable {
 }
 
 extension Engine {
-    /// Each family's options for opening the database in `dir`: `familyOptions` with the
-    /// table options recorded for the family. RocksDB takes a family's table options only when
-    /// it opens or creates it, and they are recorded inside the database, so they are read
-    /// first by opening just the default and meta families read-only (a second replay of the
-    /// WAL); skipped when the database has no family but Cairn's own.
-    static func familyOptionsAsRecorded(
-        dir: String, options: DatabaseOptions, stats: EngineStats? = nil, liveness: CollectionLiveness? = nil
-    ) throws -> @Sendable (String) -> ColumnFamilyOptions {
-        let recorded = try recordedFamilySettings(dir: dir, options: options)
-        return { name in
-            let base = familyOptions(name, stats: stats, liveness: liveness)
-            return recorded[name]?.applied(to: base) ?? base
+    /// Opens the database in `dir` with each family's recorded table options.
+    ///
+    /// RocksDB takes a family's table options only when it opens (or creates) the family, and
+    /// Cairn records them inside the database, so they are known only once it is open. When a
+    /// family has options of its own, the database is closed and opened again with them. The
+    /// first open's recovery already flushed what the WAL held into table files, so the second
+    /// replays nothing (those few files keep the default options until compaction rewrites
+    /// them). A read-only open writes no table file, so its families' options do not matter.
+    static func openWithRecordedOptions(
+        dir: String, options: DatabaseOptions, familyOptions: @escaping @Sendable (String) -> ColumnFamilyOptions
+    ) throws -> Database {
+        let db = try Database.open(at: dir, options: options, familyOptions: familyOptions)
+        guard !options.readOnly, let meta = db.family(named: metaFamilyName) else { return db }
+        var recorded: [String: FamilySettings] = [:]
+        do {
+            for family in db.families where family.name != "default" && !hiddenFamilyNames.contains(family.name) {
+                guard let value = try db.get(FamilySettings.key(family.name), in: meta) else { continue }
+                let settings = FamilySettings(decoding: value)
+                if settings.hasTableOptions { recorded[family.name] = settings }
+            }
+        } catch {
+            try? db.close()
+            throw error
         }
-    }
-
-    /// The settings recorded for each family of the database in `dir` that has table options.
-    static func recordedFamilySettings(dir: String, options: DatabaseOptions) throws -> [String: FamilySettings] {
-        let names = Database.familyNames(at: dir).filter { $0 != "default" && !hiddenFamilyNames.contains($0) }
-        guard !names.isEmpty else { return [:] }
-        var o = options
-        o.readOnly = true
-        o.blockCacheBytes = 1 << 20
-        o.rowCacheBytes = 0
-        let db = try Database.open(at: dir, options: o, only: ["default", metaFamilyName]) { familyOptions($0) }
-        defer { try? db.close() }
-        guard let meta = db.family(named: metaFamilyName) else { return [:] }
-        var out: [String: FamilySettings] = [:]
-        for name in names {
-            guard let value = try db.get(FamilySettings.key(name), in: meta) else { continue }
-            let settings = FamilySettings(decoding: value)
-            if settings.hasTableOptions { out[name] = settings }
+        guard !recorded.isEmpty else { return db }
+        try db.close()
+        return try Database.open(at: dir, options: options) { [recorded] name in
+            recorded[name]?.applied(to: familyOptions(name)) ?? familyOptions(name)
         }
-        return out
     }
 }

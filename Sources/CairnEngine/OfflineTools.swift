@@ -109,10 +109,8 @@ public enum OfflineTools {
     /// message.
     static func openExclusive(_ configuration: Configuration, purpose: String) throws -> Database {
         do {
-            let options = Engine.databaseOptions(configuration)
             // The families' own table options, or RocksDB would record the defaults for them.
-            return try Database.open(
-                at: configuration.dir, options: options, familyOptions: Engine.familyOptionsAsRecorded(dir: configuration.dir, options: options))
+            return try Engine.openWithRecordedOptions(dir: configuration.dir, options: Engine.databaseOptions(configuration)) { Engine.familyOptions($0) }
         } catch let error as StorageError where error.code == .busy || error.message.contains("lock") {
             throw Failure("the data directory \(configuration.dir) is in use (a running cairnd holds its LOCK); \(purpose)")
         }

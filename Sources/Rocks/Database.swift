@@ -50,36 +50,17 @@ public final class Database: KeyValueReader, @unchecked Sendable {
 
     /// Opens the database at `path` with every column family it has.
     ///
-    /// - Parameter only: open just these of its families (those it has), "default" among them;
-    ///   RocksDB allows it for a read-only open only, so `options.readOnly` must be set.
     /// - Parameter familyOptions: options for each family by name, including "default" and
     ///   families created later without explicit options.
     /// - Throws: `StorageError` (`.busy` when another process holds the directory).
     public static func open(
-        at path: String, options: DatabaseOptions = .init(), only: Set<String>? = nil,
+        at path: String, options: DatabaseOptions = .init(),
         familyOptions: @escaping @Sendable (String) -> ColumnFamilyOptions = { _ in .init() }
     ) throws -> Database {
-        precondition(only == nil || (options.readOnly && only!.contains("default")), "a writable open needs every column family")
-        return try Database(path: path, options: options, only: only, familyOptions: familyOptions)
+        try Database(path: path, options: options, familyOptions: familyOptions)
     }
 
-    /// The names of the families of the database at `path`; empty when there is none.
-    public static func familyNames(at path: String) -> [String] {
-        let dbOptions = rocksdb_options_create()!
-        defer { rocksdb_options_destroy(dbOptions) }
-        var count = 0
-        var err: UnsafeMutablePointer<CChar>? = nil
-        guard let list = rocksdb_list_column_families(dbOptions, path, &count, &err) else {
-            if let err { rocksdb_free(err) }
-            return []
-        }
-        defer { rocksdb_list_column_families_destroy(list, count) }
-        return (0..<count).map { String(cString: list[$0]!) }
-    }
-
-    private init(
-        path: String, options: DatabaseOptions, only: Set<String>?, familyOptions: @escaping @Sendable (String) -> ColumnFamilyOptions
-    ) throws {
+    private init(path: String, options: DatabaseOptions, familyOptions: @escaping @Sendable (String) -> ColumnFamilyOptions) throws {
         self.path = path
         self.options = options
         self.familyOptions = familyOptions
@@ -99,7 +80,6 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         }
         if let err { rocksdb_free(err) }  // a missing database: open creates it
         if names.isEmpty { names = ["default"] }
-        if let only { names = names.filter { only.contains($0) } }
 
         let familyOpts: [OpaquePointer?] = names.map { name in
             Database.makeOptions(options, cache: cache, family: familyOptions(name), owned: &owned)
