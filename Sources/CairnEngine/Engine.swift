@@ -148,15 +148,15 @@ public final class Engine: @unchecked Sendable {
             options.walSizeLimitMB = UInt64(max(1, c.replBacklogSize >> 20))
         }
         let liveness = CollectionLiveness()
-        let db = try Database.open(at: c.dir, options: options) { familyOptions($0, stats: stats, liveness: liveness) }
+        let db = try openWithRecordedOptions(dir: c.dir, options: options) { familyOptions($0, stats: stats, liveness: liveness) }
         let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)
         let members = try db.family(named: membersFamilyName)
             ?? db.createFamily(named: membersFamilyName, options: familyOptions(membersFamilyName, liveness: liveness))
         liveness.attach(db)
         var families: [String: Family] = [:]
         for handle in db.families where !hiddenFamilyNames.contains(handle.name) {
-            let op = try db.get(Array("family:\(handle.name)".utf8), in: meta).map { Bytes.text($0) }
-            families[handle.name] = Family(name: handle.name, handle: handle, mergeOperator: op?.isEmpty == false ? op : nil, members: members)
+            let settings = try db.get(FamilySettings.key(handle.name), in: meta).map { FamilySettings(decoding: $0) }
+            families[handle.name] = Family(name: handle.name, handle: handle, settings: settings ?? .init(), members: members)
         }
         guard let defaultFamily = families["default"] else {
             throw StorageError(code: .corruption, message: "the database has no default column family")

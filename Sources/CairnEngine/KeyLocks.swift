@@ -76,7 +76,7 @@ final class KeyLocks: @unchecked Sendable {
         versions.deallocate()
     }
 
-    func stripe(for key: [UInt8], in family: Family) -> Int {
+    func stripe(for key: some Sequence<UInt8>, in family: Family) -> Int {
         var h = family.salt
         for b in key { h = (h ^ UInt64(b)) &* 1_099_511_628_211 }
         return Int(truncatingIfNeeded: h ^ (h >> 29)) & (count - 1)

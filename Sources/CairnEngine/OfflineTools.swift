@@ -80,8 +80,8 @@ public enum OfflineTools {
         var reports: [FamilyReport] = []
         for family in db.families.sorted(by: { $0.name < $1.name }) where !Engine.hiddenFamilyNames.contains(family.name) {
             var report = FamilyReport(name: family.name, keys: 0, expired: 0, mergeOperator: nil)
-            if let meta, let op = try db.get(Array("family:\(family.name)".utf8), in: meta), !op.isEmpty {
-                report.mergeOperator = Bytes.text(op)
+            if let meta, let value = try db.get(FamilySettings.key(family.name), in: meta) {
+                report.mergeOperator = FamilySettings(decoding: value).merge
             }
             try db.withCursor(in: family, options: read) { c in
                 c.seekToFirst()
@@ -109,7 +109,8 @@ public enum OfflineTools {
     /// message.
     static func openExclusive(_ configuration: Configuration, purpose: String) throws -> Database {
         do {
-            return try Database.open(at: configuration.dir, options: Engine.databaseOptions(configuration), familyOptions: { Engine.familyOptions($0) })
+            // The families' own table options, or RocksDB would record the defaults for them.
+            return try Engine.openWithRecordedOptions(dir: configuration.dir, options: Engine.databaseOptions(configuration)) { Engine.familyOptions($0) }
         } catch let error as StorageError where error.code == .busy || error.message.contains("lock") {
             throw Failure("the data directory \(configuration.dir) is in use (a running cairnd holds its LOCK); \(purpose)")
         }

@@ -92,16 +92,19 @@ public final class Family: Sendable {
     public let handle: ColumnFamily
     /// `add`, `append`, `max`, `min`, or nil when MERGE is not enabled on this family.
     public let mergeOperator: String?
+    /// Its merge operator and table options as CF.CREATE chose them (`cairn.meta` records them).
+    let settings: FamilySettings
     /// Small number mixed into lock stripes so equal keys in different families don't collide.
     let salt: UInt64
     /// The members family (shared by every family), where this family's collections keep
     /// their members under its name (`MemberKeys`).
     let members: ColumnFamily
 
-    init(name: String, handle: ColumnFamily, mergeOperator: String?, members: ColumnFamily) {
+    init(name: String, handle: ColumnFamily, settings: FamilySettings = .init(), members: ColumnFamily) {
         self.name = name
         self.handle = handle
-        self.mergeOperator = mergeOperator
+        self.settings = settings
+        self.mergeOperator = settings.merge
         self.members = members
         var h: UInt64 = 14_695_981_039_346_656_037
         for b in name.utf8 { h = (h ^ UInt64(b)) &* 1_099_511_628_211 }

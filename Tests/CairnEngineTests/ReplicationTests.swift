@@ -82,7 +82,7 @@ import Testing
         for (_, data) in try Self.batches(feed) {
             let events = FamilyEvents.find(in: data, metaID: meta)
             created += events.created.map(\.name)
-            merges += events.created.map(\.merge)
+            merges += events.created.map(\.settings.merge)
             dropped += events.dropped
         }
         #expect(created == ["fam"] && merges == ["max"] && dropped == ["fam"])

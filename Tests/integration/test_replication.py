@@ -475,3 +475,106 @@ def test_expiry_on_a_replica_follows_the_primary(servers):
     assert r.info("stats")["expired_keys"] == 0
     assert r.ttl("long") > 3500
     assert digest(replica) == digest(primary)
+
+
+def cf_info(client, name):
+    """CF.INFO as a dict of text (a map in RESP3, a flat array in RESP2)."""
+    reply = client.execute_command("CF.INFO", name)
+    if isinstance(reply, list):
+        reply = dict(zip(reply[::2], reply[1::2]))
+    return {k.decode(): v.decode() for k, v in reply.items()}
+
+
+def table_options(server, family):
+    """What RocksDB opened `family` with, from the newest OPTIONS file in the data directory."""
+    data = os.path.join(server.directory, "data")
+    newest = max((f for f in os.listdir(data) if f.startswith("OPTIONS-") and f[8:].isdigit()), key=lambda f: int(f[8:]))
+    section, found = None, {}
+    for line in open(os.path.join(data, newest)):
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+        elif "=" in line and section in (f'[CFOptions "{family}"]', f'[TableOptions/BlockBasedTable "{family}"]'):
+            name, value = line.split("=", 1)
+            if name in ("compression", "block_size", "filter_policy"):
+                found[name] = value
+    return found
+
+
+@pytest.mark.parametrize("protocol", [2, 3], ids=["resp2", "resp3"])
+def test_a_replica_creates_families_with_the_primarys_table_options(servers, protocol):
+    primary = servers()
+    replica = servers()
+    follow(replica, primary)
+    p = primary.client(protocol=protocol)
+    assert p.execute_command("CF.CREATE", "tuned", "MERGE", "max", "COMPRESSION", "zstd", "BLOOM", "3", "BLOCKSIZE", "8kb") == b"OK"
+    assert p.execute_command("CF.CREATE", "plain") == b"OK"
+    f = primary.client()
+    f.execute_command("CF.USE", "tuned")
+    f.set("k", "v")
+    wait_until(lambda: caught_up(primary, replica))
+    settings = ("merge", "compression", "bloom_bits", "block_size")
+    tuned = {k: cf_info(p, "tuned")[k] for k in settings}
+    assert tuned == {"merge": "max", "compression": "zstd", "bloom_bits": "3", "block_size": "8192"}
+    r = replica.client(protocol=protocol)
+    assert {k: cf_info(r, "tuned")[k] for k in settings} == tuned
+    assert {k: cf_info(r, "plain")[k] for k in settings} == {"merge": "", "compression": "lz4", "bloom_bits": "10", "block_size": "16384"}
+    # (RocksDB 7.8 writes `bloomfilter` without its bits per key: CF.INFO shows those.)
+    expected = {"compression": "kZSTD", "block_size": "8192", "filter_policy": "bloomfilter"}
+    assert table_options(replica, "tuned") == expected
+    assert table_options(replica, "plain")["compression"] == "kLZ4Compression"
+    # A restart opens the family with them again (they are recorded in the database).
+    replica.stop()
+    replica.start()
+    r = replica.client(protocol=protocol)
+    assert {k: cf_info(r, "tuned")[k] for k in settings} == tuned
+    assert table_options(replica, "tuned") == expected
+    follow(replica, primary)
+    wait_until(lambda: caught_up(primary, replica))
+    r.execute_command("CF.USE", "tuned")
+    assert r.get("k") == b"v"
+    # A replica that joins later gets the family through a full sync, with the same options.
+    late = servers()
+    follow(late, primary)
+    wait_until(lambda: caught_up(primary, late))
+    assert {k: cf_info(late.client(protocol=protocol), "tuned")[k] for k in settings} == tuned
+    assert table_options(late, "tuned") == expected
+    assert primary.client().info("stats")["sync_full"] == 2
+
+
+@pytest.mark.parametrize("protocol", [2, 3], ids=["resp2", "resp3"])
+def test_watch_on_a_replica_sees_the_primarys_writes(servers, protocol):
+    primary = servers()
+    replica = servers()
+    follow(replica, primary)
+    p = primary.client()
+    p.set("k", "1")
+    p.hset("h", mapping={"f": "1", "g": "1"})
+    wait_until(lambda: caught_up(primary, replica))
+    r = replica.client(protocol=protocol, single_connection_client=True)
+    replica_reads = replica.client()
+
+    def watch_then(key, change, wait):
+        assert r.execute_command("WATCH", key) in (b"OK", True)
+        assert r.execute_command("MULTI") in (b"OK", True)
+        assert r.execute_command("GET" if key != "h" else "HGET", key, *(["f"] if key == "h" else [])) in (b"QUEUED", "QUEUED")
+        change()
+        wait_until(wait, what="the replica to apply the write")
+        return r.execute_command("EXEC")
+
+    # The primary changes the watched key: EXEC returns nil, as on Redis.
+    assert watch_then("k", lambda: p.set("k", "2"), lambda: replica_reads.get("k") == b"2") is None
+    # Another key: the transaction runs.
+    assert watch_then("k", lambda: p.set("other", "x"), lambda: replica_reads.get("other") == b"x") == [b"2"]
+    # One field of a watched hash.
+    assert watch_then("h", lambda: p.hset("h", "f", "2"), lambda: replica_reads.hget("h", "f") == b"2") is None
+    assert watch_then("h", lambda: p.hset("h2", "f", "2"), lambda: replica_reads.hget("h2", "f") == b"2") == [b"2"]
+    # redis-py's transaction helper raises WatchError.
+    with replica.client(protocol=protocol).pipeline() as tx:
+        tx.watch("k")
+        tx.multi()
+        tx.get("k")
+        p.set("k", "3")
+        wait_until(lambda: replica_reads.get("k") == b"3")
+        with pytest.raises(redis.WatchError):
+            tx.execute()

@@ -5,7 +5,8 @@ import Rocks
 ///
 /// `CF.CREATE name [MERGE add|append|max|min] [COMPRESSION no|snappy|zlib|lz4|zstd] [BLOOM bits] [BLOCKSIZE bytes]`,
 /// `CF.DROP name`, `CF.LIST`, `CF.USE name`, `CF.INFO name`, `MERGE key operand`.
-/// A family's merge operator is recorded in the `cairn.meta` family so it survives restarts.
+/// A family's merge operator and table options are recorded in the `cairn.meta` family
+/// (`FamilySettings`), so they survive restarts and reach replicas.
 enum FamilyCommands {
     static let all: [Command] = [
         Command("cf.create", arity: -2, flags: [.write, .admin, .noTransaction], group: "cairn",
@@ -27,7 +28,7 @@ enum FamilyCommands {
                     let range = MemberKeys.familyRange(name)
                     try engine.database.deleteRange(from: range.lower, to: range.upper, in: family.members, options: engine.writeOptions)
                     if let meta = engine.database.family(named: Engine.metaFamilyName) {
-                        try engine.database.delete(Array("family:\(name)".utf8), in: meta, options: WriteOptions(sync: true))
+                        try engine.database.delete(FamilySettings.key(name), in: meta, options: WriteOptions(sync: true))
                     }
                 } }
             }
@@ -49,14 +50,20 @@ enum FamilyCommands {
             out.simpleString("OK")
         },
         Command("cf.info", arity: -1, flags: [.readonly], group: "cairn",
-                summary: "Reports a column family's merge operator, estimated keys, size on disk and memtable size.",
+                summary: "Reports a column family's merge operator, table options, estimated keys, size on disk and memtable size.",
                 arguments: "[name]") { call, out throws(CommandError) in
             let name = call.count == 2 ? call.text(1) : call.family.name
             guard let family = call.engine.family(named: name) else { throw noSuchFamily(name) }
             let db = call.engine.database
+            // The table options the family was opened with: its own, else the database's.
+            let base = Engine.databaseOptions(call.engine.configuration)
+            let compression = family.settings.compression ?? base.compression
             let fields: [(String, String)] = [
                 ("name", family.name),
                 ("merge", family.mergeOperator ?? ""),
+                ("compression", compression == .none ? "no" : compression.rawValue),
+                ("bloom_bits", Bytes.humanDouble(family.settings.bloomBitsPerKey ?? base.bloomBitsPerKey)),
+                ("block_size", String(family.settings.blockSize ?? base.blockSize)),
                 ("estimate_keys", String(db.integerProperty("rocksdb.estimate-num-keys", in: family.handle) ?? 0)),
                 ("sst_bytes", String(db.integerProperty("rocksdb.total-sst-files-size", in: family.handle) ?? 0)),
                 ("memtable_bytes", String(db.integerProperty("rocksdb.cur-size-all-mem-tables", in: family.handle) ?? 0)),
@@ -106,27 +113,26 @@ enum FamilyCommands {
         guard !name.isEmpty, !Engine.hiddenFamilyNames.contains(name), name.utf8.count <= 255, !name.contains(where: { $0 == " " || $0 == "\n" }) else {
             throw CommandError("ERR", "invalid column family name '\(name)'")
         }
-        var options = Engine.familyOptions(name, stats: call.engine.stats)
-        var merge: MergeKind? = nil
+        var settings = FamilySettings()
         var i = 2
         while i + 1 < call.count {
             let value = call.text(i + 1)
             if call[i].isKeyword("MERGE") {
                 guard let k = MergeKind(name: value) else { throw CommandError("ERR", "unknown merge operator '\(value)'; use add, append, max or min") }
-                merge = k
+                settings.merge = k.name
             } else if call[i].isKeyword("COMPRESSION") {
                 guard let c = Compression(rawValue: value == "no" ? "none" : value.lowercased()) else {
                     throw CommandError("ERR", "unknown compression '\(value)'; use no, snappy, zlib, lz4 or zstd")
                 }
-                options.compression = c
+                settings.compression = c
             } else if call[i].isKeyword("BLOOM") {
                 guard let bits = Double(value), bits >= 0, bits <= 64 else { throw CommandError("ERR", "BLOOM takes bits per key from 0 to 64") }
-                options.bloomBitsPerKey = bits
+                settings.bloomBitsPerKey = bits
             } else if call[i].isKeyword("BLOCKSIZE") {
                 guard let size = ConfigOption.parseMemory(value), size >= 1024, size <= 64 << 20 else {
                     throw CommandError("ERR", "BLOCKSIZE takes bytes from 1kb to 64mb")
                 }
-                options.blockSize = size
+                settings.blockSize = size
             } else {
                 throw .syntax
             }
@@ -135,14 +141,17 @@ enum FamilyCommands {
         guard i == call.count else { throw .syntax }
         let engine = call.engine
         guard engine.family(named: name) == nil else { throw CommandError("ERR", "column family '\(name)' already exists") }
+        let options = settings.applied(to: Engine.familyOptions(name, stats: engine.stats))
         let handle = try engine.storage("CF.CREATE") { () throws -> ColumnFamily in try engine.familyChanges.withLock { _ in
             let handle = try engine.database.createFamily(named: name, options: options)
+            // Recorded so a restart opens the family with the same options, and a replica
+            // creates it with them (FamilyEvents).
             if let meta = engine.database.family(named: Engine.metaFamilyName) {
-                try engine.database.put(Array("family:\(name)".utf8), Array((merge?.name ?? "").utf8), in: meta, options: WriteOptions(sync: true))
+                try engine.database.put(FamilySettings.key(name), settings.encoded, in: meta, options: WriteOptions(sync: true))
             }
             return handle
         } }
-        engine.registerFamily(Family(name: name, handle: handle, mergeOperator: merge?.name, members: engine.defaultFamily.members))
+        engine.registerFamily(Family(name: name, handle: handle, settings: settings, members: engine.defaultFamily.members))
         out.simpleString("OK")
     }
 }

@@ -13,10 +13,15 @@ import Glibc
 /// Column families are created and dropped outside the WAL, but CF.CREATE and CF.DROP record
 /// the family in the `cairn.meta` family (`family:NAME`) in the same order, so a batch that
 /// puts such a key creates the family on the replica first, and one that deletes it drops the
-/// family first too (the primary dropped it before writing that batch). A crash between the
+/// family first too (the primary dropped it before writing that batch). The put's value
+/// carries the family's merge operator and table options (`FamilySettings`), so the replica's
+/// family is created as the primary's was. A crash between the
 /// family change and the write repeats the batch at restart, and the change is idempotent. CF.CREATE and CF.DROP are serialised on the primary (`Engine.familyChanges`),
 /// so both sides create families in the same order and RocksDB gives them the same ids, which
 /// is how serialized batches name them.
+///
+/// The batch is written holding the lock stripes of the keys it changes, which then move
+/// (`ReplicatedWrites`), so a WATCH on the replica fires as it would for a local write.
 extension Replication {
     public enum ApplyError: Error, CustomStringConvertible {
         /// Not the next batch: the histories differ.
@@ -54,9 +59,18 @@ extension Replication {
             // Before the write, so the offset never shows a batch whose family change is not
             // done yet. A dropped family: the primary dropped it before writing this batch, so
             // nothing here or later names it.
-            for name in events.created { try engine.createReplicatedFamily(name.name, mergeOperator: name.merge) }
+            for family in events.created { try engine.createReplicatedFamily(family.name, settings: family.settings) }
             for name in events.dropped { try engine.dropReplicatedFamily(name) }
-            try database.write(serializedBatch: data, options: engine.writeOptions)
+            let writes = ReplicatedWrites.find(in: data, engine: engine)
+            try engine.locks.withLocks([], in: engine.defaultFamily, plus: writes.stripes, all: writes.all) { () throws in
+                try database.write(serializedBatch: data, options: engine.writeOptions)
+                // Landed: WATCHes of these keys fire (the stripes are held, as for any write).
+                if writes.all {
+                    engine.locks.changedEveryStripe()
+                } else {
+                    for stripe in writes.stripes { engine.locks.changed(stripe: stripe) }
+                }
+            }
             if events.functionsChanged { engine.scripting.librariesChanged() }
         } catch {
             if let e = error as? StorageError { engine.diskGuard.noteFailure(e, engine: engine) }
@@ -78,7 +92,7 @@ extension Replication {
 /// Families a serialized batch creates or drops: its puts and deletes of `family:NAME` in the
 /// meta family; and whether it changes function libraries (`function:NAME` there).
 enum FamilyEvents {
-    struct Created { var name: String; var merge: String? }
+    struct Created { var name: String; var settings: FamilySettings }
 
     static let marker = Array("family:".utf8)
 
@@ -97,9 +111,9 @@ enum FamilyEvents {
             guard record.key.starts(with: marker) else { continue }
             let name = String(decoding: record.key.dropFirst(marker.count), as: UTF8.self)
             switch record.kind {
-            case .put: created.append(Created(name: name, merge: record.value.isEmpty ? nil : String(decoding: record.value, as: UTF8.self)))
+            case .put: created.append(Created(name: name, settings: FamilySettings(decoding: record.value)))
             case .delete: dropped.append(name)
-            case .other: break
+            default: break
             }
         }
         return (created, dropped, functionsChanged)
@@ -128,7 +142,7 @@ enum FamilyEvents {
 /// header (sequence, count), each record is a type byte, for the `ColumnFamily*` types a varint
 /// family id, then length-prefixed key and, for puts and merges, value.
 struct BatchReader {
-    enum Kind { case put, delete, other }
+    enum Kind { case put, delete, merge, rangeDeletion, logData }
     struct Record {
         var kind: Kind
         var family: UInt32
@@ -160,9 +174,21 @@ struct BatchReader {
         return data[at..<at + Int(n)]
     }
 
+    private var stopped = false
+
+    /// Whether every record was read: false after `next()` stopped early, at a type this
+    /// reader does not know or at a malformed record.
+    var readAll: Bool { !stopped && at >= data.count }
+
     /// The next record, or nil at the end (or at a type this reader does not know).
     mutating func next() -> Record? {
-        guard at < data.count else { return nil }
+        guard !stopped, at < data.count else { return nil }
+        if let record = read() { return record }
+        stopped = true
+        return nil
+    }
+
+    private mutating func read() -> Record? {
         let tag = data[at]
         at += 1
         var family: UInt32 = 0
@@ -179,12 +205,15 @@ struct BatchReader {
         case 1, 5:  // values
             guard let key = slice(), let value = slice() else { return nil }
             return Record(kind: .put, family: family, key: key, value: value)
-        case 2, 6, 14, 15:  // merges, range deletions
+        case 2, 6:  // merges
             guard let key = slice(), let value = slice() else { return nil }
-            return Record(kind: .other, family: family, key: key, value: value)
+            return Record(kind: .merge, family: family, key: key, value: value)
+        case 14, 15:  // range deletions: key is the start, value the end
+            guard let key = slice(), let value = slice() else { return nil }
+            return Record(kind: .rangeDeletion, family: family, key: key, value: value)
         case 3:  // log data
             guard slice() != nil else { return nil }
-            return Record(kind: .other, family: 0, key: [], value: [])
+            return Record(kind: .logData, family: 0, key: [], value: [])
         default:
             return nil
         }

@@ -1,13 +1,14 @@
 import Rocks
 
 extension Engine {
-    /// A replica creates the family its primary created (before the batch recording it).
-    /// An existing family is kept: the batch may be applied again after a crash.
-    func createReplicatedFamily(_ name: String, mergeOperator: String?) throws {
+    /// A replica creates the family its primary created (before the batch recording it), with
+    /// the merge operator and table options recorded in that batch. An existing family is
+    /// kept: the batch may be applied again after a crash.
+    func createReplicatedFamily(_ name: String, settings: FamilySettings) throws {
         try familyChanges.withLock { _ in
             guard database.family(named: name) == nil else { return }
-            let handle = try database.createFamily(named: name, options: Engine.familyOptions(name, stats: stats))
-            registerFamily(Family(name: name, handle: handle, mergeOperator: mergeOperator, members: defaultFamily.members))
+            let handle = try database.createFamily(named: name, options: settings.applied(to: Engine.familyOptions(name, stats: stats)))
+            registerFamily(Family(name: name, handle: handle, settings: settings, members: defaultFamily.members))
             logger.notice("created column family '\(name)' as the primary did")
         }
     }
