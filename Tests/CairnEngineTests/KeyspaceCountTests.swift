@@ -118,7 +118,8 @@ import Testing
         // Without another pass: once their second is over they no longer count.
         #expect(report(h, now: t0 + 4_000)?.keys == 6)
         #expect(report(h, now: t0 + 4_000)?.expires == 5)
-        #expect(report(h, now: t0 + 4_000)?.averageTTL == 2 * 86_400_000 - 4_000)
+        let average = try #require(report(h, now: t0 + 4_000)).averageTTL
+        #expect(average == 2 * 86_400_000 - 4_000)
         // Past the hour bucket of the far ones.
         #expect(report(h, now: t0 + 2 * 86_400_000 + 3_600_000)?.keys == 1)
         #expect(report(h, now: t0 + 2 * 86_400_000 + 3_600_000)?.averageTTL == 0)
