@@ -130,3 +130,38 @@ def test_a_restore_is_counted_afresh(server):
     assert c.execute_command("BACKUP.RESTORE", backup) == b"OK"
     wait_for_keyspace(c, 120, 0)
     c.flushall()
+
+
+def load_many(c, n, prefix="m"):
+    """n plain keys, in MSETs of 10,000."""
+    for start in range(0, n, 10_000):
+        c.mset({f"{prefix}{i}": "v" for i in range(start, min(n, start + 10_000))})
+
+
+def wait_for_a_pass_under_way(c):
+    deadline = time.time() + DEADLINE
+    while c.info("rocksdb")["keyspace_count_in_progress"] != 1:
+        assert time.time() < deadline, "no count started"
+        c.info("keyspace")
+        time.sleep(0.01)
+
+
+def test_a_count_under_way_stops_for_restore_and_shutdown(fresh_server):
+    """A pass over 300,000 keys takes many 10 ms steps: a restore and a shutdown in the middle
+    of one release its snapshot (the database closes) and do not wait for it to finish."""
+    s = fresh_server()
+    c = s.client()
+    load_many(c, 300_000)
+    backup = c.execute_command("BACKUP.CREATE")
+    c.set("one more", 1)
+    wait_for_a_pass_under_way(c)
+    assert c.execute_command("BACKUP.RESTORE", backup) == b"OK"
+    assert c.dbsize() == 300_000
+    wait_for_keyspace(c, 300_000, 0)
+    c.set("one more", 1)
+    wait_for_a_pass_under_way(c)
+    started = time.time()
+    assert s.stop() == 0
+    assert time.time() - started < 5
+    log = open(f"{s.directory}/cairnd.log").read()
+    assert "database closed; bye" in log and "snapshot" not in log, log[-2000:]
