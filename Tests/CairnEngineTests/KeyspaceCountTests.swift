@@ -18,32 +18,35 @@ import Testing
     @Test func countsWhatDBSIZECountsInEveryFamily() async throws {
         let h = try EngineHarness()
         #expect(report(h) == nil, "no figure before the first count")
+        // Absolute expiry times, so the mean TTL is known exactly however slow the machine.
+        let t0 = Clock.milliseconds()
         for i in 0..<200 { h.run("SET", "s\(i)", "v") }
-        for i in 0..<50 { h.run("SET", "t\(i)", "v", "EX", "1000") }
+        for i in 0..<50 { h.run("SET", "t\(i)", "v", "PXAT", String(t0 + 1_000_000)) }
         for i in 0..<10 {
             h.run("HSET", "h\(i)", "a", "1", "b", "2", "c", "3")
             h.run("RPUSH", "l\(i)", "x", "y")
             h.run("SADD", "set\(i)", "m", "n")
             h.run("ZADD", "z\(i)", "1", "m", "2", "n")
         }
-        h.run("EXPIRE", "h0", "500")
+        h.run("PEXPIREAT", "h0", String(t0 + 500_000))
         // Expired but not swept: not counted, as DBSIZE does not.
         h.run("SET", "gone", "v", "PX", "1")
         try await Task.sleep(for: .milliseconds(5))
         h.run("CF.CREATE", "other")
         let other = h.otherSession()
         h.run("CF.USE", "other", on: other)
-        for i in 0..<30 { h.run("SET", "o\(i)", "v", "EX", "100", on: other) }
+        for i in 0..<30 { h.run("SET", "o\(i)", "v", "PXAT", String(t0 + 100_000), on: other) }
         #expect(count(h, budget: 7))
-        let r = try #require(report(h))
+        let at = Clock.milliseconds()
+        let r = try #require(report(h, now: at))
         guard case .integer(let dbsize) = h.run("DBSIZE") else { Issue.record("DBSIZE"); return }
         #expect(dbsize == 290)
         #expect(r.keys == 290 + 30)
         #expect(r.expires == 50 + 1 + 30)
         #expect(r.isCurrent)
         // 50 keys at 1000 s, one at 500 s, 30 at 100 s.
-        let expected = (50 * 1000 + 500 + 30 * 100) * 1000 / 81
-        #expect(abs(Int(r.averageTTL) - expected) < 5_000)
+        let expected = t0 + (50 * 1_000_000 + 500_000 + 30 * 100_000) / 81 - at
+        #expect(abs(r.averageTTL - expected) <= 1)
         // Nothing written: no new pass, however often INFO asks.
         h.engine.keyspaceCount.noteAsked()
         #expect(!count(h, steps: 3))
@@ -156,8 +159,9 @@ import Testing
             longest = max(longest, elapsed)
             steps += 1
         }
-        #expect(steps > 1, "300,000 keys take more than 2 ms to walk")
-        #expect(longest < .milliseconds(100), "a step ends near its budget")
+        #expect(steps > 10, "300,000 keys take far more than 2 ms to walk: the budget ends each step")
+        // Loose on purpose: tests run in parallel on two cores.
+        #expect(longest < .seconds(1))
         #expect(report(h)?.keys == 300_000)
     }
 }
