@@ -3,9 +3,11 @@ import Rocks
 extension Engine {
     /// Before the database is closed to be swapped (a restore, a reopen for writing), with every
     /// client paused: closes the sessions' snapshots and iterators (their next use gets a clear
-    /// error), moves every key-lock version so WATCHed transactions abort, forgets SCAN cursors.
+    /// error), moves every key-lock version so WATCHed transactions abort, forgets SCAN cursors
+    /// and the keyspace count (releasing its snapshot: the new database is counted afresh).
     func detachForSwap(_ sessions: [Session]) {
         for s in sessions { closeHandlesForRestore(s) }
+        keyspaceCount.forget()
         locks.withAll {}
         scanCursors.clear()
     }

@@ -22,6 +22,9 @@ public final class Engine: @unchecked Sendable {
     let scripting = Scripting()
     /// Background deletion of expired keys; the server steps it from a timer.
     public let expirySweep = ExpirySweep()
+    /// INFO keyspace's count of keys and keys with a TTL, kept in the background; the server
+    /// steps it from a timer (KeyspaceCount.swift).
+    public let keyspaceCount = KeyspaceCount()
     let config: Mutex<Configuration>
     /// Access control, failed-AUTH throttling and key/value size limits (AccessControl.swift).
     public let guardrails: Guardrails
@@ -175,6 +178,7 @@ public final class Engine: @unchecked Sendable {
     /// and the next start replays it.
     public func close() throws {
         backups.close()
+        keyspaceCount.forget()
         if diskGuard.isReadOnly {
             try database.close()
             return
@@ -455,7 +459,10 @@ public final class Engine: @unchecked Sendable {
     public var allFamilies: [Family] { families.withLock { Array($0.values) }.sorted { $0.name < $1.name } }
 
     func registerFamily(_ family: Family) { families.withLock { $0[family.name] = family } }
-    func unregisterFamily(_ name: String) { families.withLock { _ = $0.removeValue(forKey: name) } }
+    func unregisterFamily(_ name: String) {
+        families.withLock { _ = $0.removeValue(forKey: name) }
+        keyspaceCount.familyDropped(name)
+    }
 
     /// Runs a storage call, turning a RocksDB failure into a reply a person can act on.
     /// The detail goes to the log.

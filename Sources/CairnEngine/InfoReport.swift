@@ -146,8 +146,11 @@ enum InfoReport {
             }
             return [("used_cpu_sys", seconds(usage.ru_stime)), ("used_cpu_user", seconds(usage.ru_utime))]
         case "keyspace":
-            let keys = engine.allFamilies.reduce(UInt64(0)) { $0 + (db.integerProperty("rocksdb.estimate-num-keys", in: $1.handle) ?? 0) }
-            return keys == 0 ? [] : [("db0", "keys=\(keys),expires=0,avg_ttl=0")]
+            // The background count (KeyspaceCount.swift); `keyspace_count_*` in the rocksdb
+            // section say when it was taken. Like Redis, no line for an empty database.
+            engine.keyspaceCount.noteAsked()
+            guard let count = engine.keyspaceCount.report(latestSequence: db.latestSequenceNumber), count.keys > 0 else { return [] }
+            return [("db0", "keys=\(count.keys),expires=\(count.expires),avg_ttl=\(count.averageTTL)")]
         case "rocksdb":
             var lines: [(String, String)] = [
                 ("families", String(engine.allFamilies.count)),
@@ -163,12 +166,25 @@ enum InfoReport {
                 ("open_iterators", String(engine.stats.openIterators.value)),
                 ("open_cursors", String(db.openCursorCount)),
                 ("latest_sequence_number", String(db.latestSequenceNumber)),
-            ]
+            ] + keyspaceCountLines(engine)
             lines.append(("current_family", session.family.name))
             return lines
         default:
             return []
         }
+    }
+
+    /// How INFO keyspace's count stands: when its snapshot was taken (Unix ms, 0 before the
+    /// first count), whether nothing was written since (the line is exact), how long the last
+    /// pass took, and whether a pass is under way.
+    static func keyspaceCountLines(_ engine: Engine) -> [(String, String)] {
+        let count = engine.keyspaceCount.report(latestSequence: engine.database.latestSequenceNumber)
+        return [
+            ("keyspace_count_time", String(count?.takenAt ?? 0)),
+            ("keyspace_count_current", count?.isCurrent == true ? "1" : "0"),
+            ("keyspace_count_duration_ms", String(count?.durationMilliseconds ?? 0)),
+            ("keyspace_count_in_progress", engine.keyspaceCount.isCounting ? "1" : "0"),
+        ]
     }
 
     static func twoDecimals(_ v: Double) -> String { String(format: "%.2f", v) }

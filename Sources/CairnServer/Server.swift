@@ -34,6 +34,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
     private var diskTimer: (any DispatchSourceTimer)?
     private var trimTimer: (any DispatchSourceTimer)?
     private var sweepTimer: (any DispatchSourceTimer)?
+    private var keyspaceCountTimer: (any DispatchSourceTimer)?
     private let walQueue = DispatchQueue(label: "cairn.wal", qos: .utility)
     private let sweepQueue = DispatchQueue(label: "cairn.expiry", qos: .utility)
     /// Runs requests that would hold up a worker (`Engine.Route.long`), one at a time.
@@ -85,6 +86,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         startWALTimer()
         startDiskGuard()
         startExpirySweep()
+        startKeyspaceCount()
         startMemoryTrim()
         backupSchedule.start()
         replicationChanged()
@@ -245,6 +247,19 @@ public final class Server: ServerHooks, @unchecked Sendable {
         sweepTimer = timer
     }
 
+    /// INFO keyspace's count (`KeyspaceCount`), a bounded step ten times a second on the
+    /// sweep's queue: a restore pauses it with the sweep, and shutdown waits for a step running.
+    private func startKeyspaceCount() {
+        let timer = DispatchSource.makeTimerSource(queue: sweepQueue)
+        timer.schedule(deadline: .now() + .milliseconds(50), repeating: .milliseconds(100), leeway: .milliseconds(20))
+        timer.setEventHandler { [unowned self] in
+            guard !shuttingDown.load(ordering: .relaxed) else { return }
+            engine.keyspaceCount.step(engine)
+        }
+        timer.activate()
+        keyspaceCountTimer = timer
+    }
+
     // MARK: ServerHooks
 
     public func requestShutdown() {
@@ -321,6 +336,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
             diskTimer?.cancel()
             trimTimer?.cancel()
             sweepTimer?.cancel()
+            keyspaceCountTimer?.cancel()
             backupSchedule.cancel()
             // Wait for a WAL sync or sweep step already running (their queues are serial).
             walQueue.sync {}

@@ -711,7 +711,8 @@ def test_bit_commands_match_redis_server(server):
 
 def test_prometheus_redis_exporter_scrapes_cairnd(server):
     """Debian's prometheus-redis-exporter against cairnd: no error in its log, per-command call
-    counts and latency percentiles exported (scripts/lib/deps.sh installs it)."""
+    counts and latency percentiles exported, and db0's keys and keys with a TTL as DBSIZE and
+    the TTLs say, after a load and after FLUSHALL (scripts/lib/deps.sh installs it)."""
     import shutil
     import subprocess
     import urllib.request
@@ -719,6 +720,7 @@ def test_prometheus_redis_exporter_scrapes_cairnd(server):
     if exporter is None:
         pytest.skip("prometheus-redis-exporter is not installed (apt-get install prometheus-redis-exporter)")
     r = server.client()
+    r.flushall()
     r.config_resetstat()
     for i in range(10):
         r.set(f"k{i}", i)
@@ -726,31 +728,42 @@ def test_prometheus_redis_exporter_scrapes_cairnd(server):
     r.set("text", "x")
     with pytest.raises(redis.ResponseError):
         r.incr("text")                                  # redis-py sends INCRBY text 1
+    for i in range(3):
+        r.expire(f"k{i}", 1000)
+    r.hset("h", mapping={"a": 1, "b": 2})
+    r.rpush("l", 1, 2, 3)
+    wait_for_keyspace_count(r, keys=13, expires=3)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     process = subprocess.Popen(
         [exporter, "-redis.addr", f"redis://127.0.0.1:{server.port}", "-web.listen-address", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        text = None
+
+    def scrape():
         deadline = time.time() + 20
         while time.time() < deadline:
             try:
                 text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-                break
             except OSError:
                 time.sleep(0.1)
-        assert text, "the exporter answered"
+                continue
+            metrics = {}
+            for line in text.splitlines():
+                if line.startswith("redis_"):
+                    name, value = line.rsplit(" ", 1)
+                    metrics[name] = float(value)
+            return metrics
+        pytest.fail("the exporter did not answer")
+
+    try:
+        metrics = scrape()
+        r.flushall()
+        flushed = scrape()
     finally:
         process.terminate()
         log = process.communicate(timeout=10)[0].decode()
     assert "level=error" not in log and "level=fatal" not in log and "level=warn" not in log, log
-    metrics = {}
-    for line in text.splitlines():
-        if line.startswith("redis_"):
-            name, value = line.rsplit(" ", 1)
-            metrics[name] = float(value)
     assert metrics["redis_up"] == 1
     assert metrics["redis_exporter_last_scrape_error{err=\"\"}"] == 0
     assert metrics['redis_commands_total{cmd="set"}'] == 11
@@ -764,6 +777,26 @@ def test_prometheus_redis_exporter_scrapes_cairnd(server):
     assert "redis_slowlog_length" in metrics
     names = {n.split("{")[0] for n in metrics}
     assert len(names) >= 55, f"{len(names)} metric names"
+    # The keyspace: what DBSIZE and the TTLs say, then nothing at once after FLUSHALL.
+    assert metrics['redis_db_keys{db="db0"}'] == 13
+    assert metrics['redis_db_keys_expiring{db="db0"}'] == 3
+    assert 900 < metrics['redis_db_avg_ttl_seconds{db="db0"}'] <= 1000
+    assert flushed['redis_db_keys{db="db0"}'] == 0
+    assert flushed['redis_db_keys_expiring{db="db0"}'] == 0
+
+
+def wait_for_keyspace_count(c, keys, expires):
+    """Polls INFO keyspace (which asks for a fresh background count) until db0 shows these
+    figures, and checks them against DBSIZE."""
+    assert c.dbsize() == keys
+    deadline = time.time() + 20
+    db0 = None
+    while time.time() < deadline:
+        db0 = c.info("keyspace").get("db0", {"keys": 0, "expires": 0})
+        if (db0["keys"], db0["expires"]) == (keys, expires):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"INFO keyspace shows {db0}, wanted keys={keys} expires={expires}")
 
 
 def test_redis_cli_memkeys_and_hotkeys(server):

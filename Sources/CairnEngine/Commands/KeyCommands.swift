@@ -316,6 +316,11 @@ enum KeyCommands {
             }
             emptied.append((family, last + [0]))
         }
+        if call.session.transaction == nil {
+            // INFO keyspace shows the emptied families' zero at once, not after the next count.
+            let names = families.map(\.name)
+            call.engine.keyspaceCount.emptied(names, all: Set(call.engine.allFamilies.map(\.name)).isSubset(of: names))
+        }
         guard !emptied.isEmpty else {
             out.simpleString("OK")
             return
