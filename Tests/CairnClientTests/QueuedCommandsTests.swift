@@ -1,5 +1,4 @@
 import CairnClient
-import Foundation
 import RESP
 import Testing
 
@@ -7,17 +6,8 @@ import Testing
 /// a transaction takes every typed write command, and what it queues is what the client sends.
 @Suite struct QueuedCommandsTests {
     @Test func theQueuedFormsAreTheCataloguesCurrentOnes() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let check = Process()
-        check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        check.arguments = ["python3", root.appendingPathComponent("scripts/queued-commands").path, "--check"]
-        let errors = Pipe()
-        check.standardError = errors
-        check.standardOutput = FileHandle.nullDevice
-        try check.run()
-        check.waitUntilExit()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(check.terminationStatus == 0, "\(message)")
+        let (status, message) = try runCheckScript("queued-commands")
+        #expect(status == 0, "\(message)")
     }
 
     @Test func aTransactionQueuesTheTypedCommandsOfEveryFamily() async throws {
