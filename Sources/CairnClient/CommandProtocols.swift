@@ -22,7 +22,8 @@ public protocol CommandSender: Sendable {
 /// The library's handles (``CairnClient``, ``ColumnFamily``, ``CairnConnection``, ``Snapshot``,
 /// ``Transaction``, ``ReplicaReader``): each says where its commands go, and `send` and
 /// `pipeline` are written once here for all of them. The typed commands are written once too,
-/// as extensions of ``KeyValueReader`` and ``KeyValueWriter``.
+/// as extensions of ``KeyValueReader`` and ``KeyValueWriter``; a ``CommandQueue`` (a
+/// ``Transaction``) has each write command's queued form, generated from the catalogue.
 public protocol RoutedSender: CommandSender {
     /// Where the handle's commands go; an implementation detail of the library.
     var _route: CommandRoute { get }
@@ -50,6 +51,9 @@ extension RoutedSender {
 public protocol KeyValueReader: CommandSender {}
 
 /// Read and write commands: ``CairnClient``, ``ColumnFamily``, ``CairnConnection``.
+///
+/// A write command's method here sends its arguments in one `send` or `call` expression, so
+/// scripts/queued-commands can give ``CommandQueue`` the same command, queued.
 public protocol KeyValueWriter: KeyValueReader {}
 
 extension CommandSender {

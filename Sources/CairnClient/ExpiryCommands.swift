@@ -10,6 +10,11 @@ public enum ExpireCondition: String, Sendable, Hashable {
     case lt = "LT"
 }
 
+extension Optional<ExpireCondition> {
+    /// The option as EXPIRE's last argument, or none.
+    var arguments: [any RESPArgument] { map { [$0.rawValue] } ?? [] }
+}
+
 // Expiry: https://redis.io/docs/latest/commands/expire/
 extension KeyValueReader {
     /// `TTL key`: seconds left; -1 when the key has no expiry, -2 when it does not exist.
@@ -37,34 +42,30 @@ extension KeyValueWriter {
     /// `EXPIRE key seconds [NX|XX|GT|LT]`: true when the expiry was set.
     @discardableResult
     public func expire(_ key: some RESPArgument, seconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
-        try await expiry("EXPIRE", key, seconds, condition)
+        try await send(["EXPIRE", key, seconds] + condition.arguments).expectBool()
     }
 
     /// `PEXPIRE key milliseconds [NX|XX|GT|LT]`.
     @discardableResult
     public func pExpire(_ key: some RESPArgument, milliseconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
-        try await expiry("PEXPIRE", key, milliseconds, condition)
+        try await send(["PEXPIRE", key, milliseconds] + condition.arguments).expectBool()
     }
 
     /// `EXPIREAT key unix-seconds [NX|XX|GT|LT]`.
     @discardableResult
     public func expireAt(_ key: some RESPArgument, unixSeconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
-        try await expiry("EXPIREAT", key, unixSeconds, condition)
+        try await send(["EXPIREAT", key, unixSeconds] + condition.arguments).expectBool()
     }
 
     /// `PEXPIREAT key unix-milliseconds [NX|XX|GT|LT]`.
     @discardableResult
     public func pExpireAt(_ key: some RESPArgument, unixMilliseconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
-        try await expiry("PEXPIREAT", key, unixMilliseconds, condition)
+        try await send(["PEXPIREAT", key, unixMilliseconds] + condition.arguments).expectBool()
     }
 
     /// `PERSIST key`: true when an expiry was removed.
     @discardableResult
     public func persist(_ key: some RESPArgument) async throws -> Bool {
         try await call("PERSIST", key).expectBool()
-    }
-
-    private func expiry(_ name: String, _ key: some RESPArgument, _ time: Int, _ condition: ExpireCondition?) async throws -> Bool {
-        try await send(WriteSyntax.expire(name, key, time, condition)).expectBool()
     }
 }

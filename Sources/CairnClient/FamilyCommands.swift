@@ -104,6 +104,6 @@ extension KeyValueWriter {
     /// - Throws: `.server` when the current family has no merge operator, or (with `add`) the
     ///   operand is not an integer.
     public func merge(_ key: some RESPArgument, _ operand: some RESPArgument) async throws {
-        try await send(WriteSyntax.merge(key, operand)).expectOK()
+        try await call("MERGE", key, operand).expectOK()
     }
 }

@@ -52,7 +52,7 @@ extension KeyValueWriter {
     /// `DEL key...`: how many keys were deleted.
     @discardableResult
     public func delete(_ keys: any RESPArgument...) async throws -> Int {
-        Int(try await send(WriteSyntax.delete(keys)).expectInt())
+        Int(try await send(["DEL"] + keys).expectInt())
     }
 
     /// `UNLINK key...`: as DEL.

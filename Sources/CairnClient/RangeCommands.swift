@@ -65,7 +65,7 @@ extension KeyValueReader {
 extension KeyValueWriter {
     /// `DELRANGE low high`: deletes every key between the bounds with one range tombstone.
     public func deleteRange(_ low: RangeBound, _ high: RangeBound) async throws {
-        try await send(WriteSyntax.deleteRange(low, high)).expectOK()
+        try await call("DELRANGE", low.argument(low: true), high.argument(low: false)).expectOK()
     }
 }
 

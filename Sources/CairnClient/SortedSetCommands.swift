@@ -67,6 +67,15 @@ public enum ZRange: Sendable, Hashable {
 
     /// Scores `min...max`, inclusive.
     public static func scores(_ min: Double, _ max: Double) -> ZRange { .score(String(min), String(max)) }
+
+    /// `ZREMRANGEBYRANK|BYSCORE|BYLEX key min max` for this range.
+    func removeArguments(_ key: some RESPArgument) -> [any RESPArgument] {
+        switch self {
+        case .rank(let start, let stop): ["ZREMRANGEBYRANK", key, start, stop]
+        case .score(let min, let max): ["ZREMRANGEBYSCORE", key, min, max]
+        case .lex(let min, let max): ["ZREMRANGEBYLEX", key, min, max]
+        }
+    }
 }
 
 /// One page of `ZSCAN`: the cursor to pass next (`"0"` when complete) and the members.
@@ -155,25 +164,16 @@ extension KeyValueReader {
 
     /// `ZUNION`/`ZINTER numkeys key... [WEIGHTS w...] [AGGREGATE SUM|MIN|MAX] WITHSCORES`.
     public func zunion(_ keys: [any RESPArgument], weights: [Double]? = nil, aggregate: String? = nil) async throws -> [ScoredMember] {
-        try await send(Self.combineArguments("ZUNION", nil, keys, weights, aggregate) + ["WITHSCORES"]).expectScoredMembers()
+        try await send(combineArguments("ZUNION", nil, keys, weights, aggregate) + ["WITHSCORES"]).expectScoredMembers()
     }
 
     public func zinter(_ keys: [any RESPArgument], weights: [Double]? = nil, aggregate: String? = nil) async throws -> [ScoredMember] {
-        try await send(Self.combineArguments("ZINTER", nil, keys, weights, aggregate) + ["WITHSCORES"]).expectScoredMembers()
+        try await send(combineArguments("ZINTER", nil, keys, weights, aggregate) + ["WITHSCORES"]).expectScoredMembers()
     }
 
     /// `ZDIFF numkeys key... WITHSCORES`: members of the first set in none of the others.
     public func zdiff(_ keys: [any RESPArgument]) async throws -> [ScoredMember] {
         try await send(["ZDIFF", keys.count] + keys + ["WITHSCORES"]).expectScoredMembers()
-    }
-
-    static func combineArguments(_ name: String, _ destination: (any RESPArgument)?, _ keys: [any RESPArgument], _ weights: [Double]?, _ aggregate: String?) -> [any RESPArgument] {
-        var argv: [any RESPArgument] = [name]
-        if let destination { argv.append(destination) }
-        argv += [keys.count] + keys
-        if let weights { argv += ["WEIGHTS"] + weights }
-        if let aggregate { argv += ["AGGREGATE", aggregate] }
-        return argv
     }
 
     /// `ZSCAN key cursor [MATCH pattern] [COUNT n]`: one page. Start with `"0"`.
@@ -193,9 +193,7 @@ extension KeyValueWriter {
     /// `ZADD key [NX|XX] [GT|LT] [CH] score member...`: members added (or changed, with `CH`).
     @discardableResult
     public func zadd(_ key: some RESPArgument, _ members: [(score: Double, member: any RESPArgument)], options: ZAddOptions = ZAddOptions()) async throws -> Int {
-        var argv: [any RESPArgument] = ["ZADD", key] + options.arguments
-        for m in members { argv += [m.score, m.member] }
-        return Int(try await send(argv).expectInt())
+        Int(try await send(["ZADD", key] + options.arguments + members.flatMap { [$0.score, $0.member] as [any RESPArgument] }).expectInt())
     }
 
     /// `ZINCRBY key increment member`: the new score.
@@ -218,23 +216,29 @@ extension KeyValueWriter {
     /// `ZREMRANGEBYRANK`, `ZREMRANGEBYSCORE` or `ZREMRANGEBYLEX`, by the range's kind: how many were removed.
     @discardableResult
     public func zremRange(_ key: some RESPArgument, _ range: ZRange) async throws -> Int {
-        let argv: [any RESPArgument] = switch range {
-        case .rank(let start, let stop): ["ZREMRANGEBYRANK", key, start, stop]
-        case .score(let min, let max): ["ZREMRANGEBYSCORE", key, min, max]
-        case .lex(let min, let max): ["ZREMRANGEBYLEX", key, min, max]
-        }
-        return Int(try await send(argv).expectInt())
+        Int(try await send(range.removeArguments(key)).expectInt())
     }
 
     /// `ZUNIONSTORE destination numkeys key... [WEIGHTS w...] [AGGREGATE ...]`: the stored set's size.
     @discardableResult
     public func zunionstore(_ destination: some RESPArgument, _ keys: [any RESPArgument], weights: [Double]? = nil, aggregate: String? = nil) async throws -> Int {
-        Int(try await send(Self.combineArguments("ZUNIONSTORE", destination, keys, weights, aggregate)).expectInt())
+        Int(try await send(combineArguments("ZUNIONSTORE", destination, keys, weights, aggregate)).expectInt())
     }
 
     /// `ZINTERSTORE destination numkeys key... [WEIGHTS w...] [AGGREGATE ...]`: the stored set's size.
     @discardableResult
     public func zinterstore(_ destination: some RESPArgument, _ keys: [any RESPArgument], weights: [Double]? = nil, aggregate: String? = nil) async throws -> Int {
-        Int(try await send(Self.combineArguments("ZINTERSTORE", destination, keys, weights, aggregate)).expectInt())
+        Int(try await send(combineArguments("ZINTERSTORE", destination, keys, weights, aggregate)).expectInt())
     }
+}
+
+/// `ZUNION`/`ZINTER`/`ZUNIONSTORE`/`ZINTERSTORE`'s arguments: a free function, so the queued
+/// forms of the catalogue (QueuedCommands.swift) can use it as well.
+func combineArguments(_ name: String, _ destination: (any RESPArgument)?, _ keys: [any RESPArgument], _ weights: [Double]?, _ aggregate: String?) -> [any RESPArgument] {
+    var argv: [any RESPArgument] = [name]
+    if let destination { argv.append(destination) }
+    argv += [keys.count] + keys
+    if let weights { argv += ["WEIGHTS"] + weights }
+    if let aggregate { argv += ["AGGREGATE", aggregate] }
+    return argv
 }

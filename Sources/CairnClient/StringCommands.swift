@@ -79,7 +79,7 @@ extension KeyValueWriter {
     public func set(
         _ key: some RESPArgument, _ value: some RESPArgument, expiration: Expiration? = nil, condition: SetCondition = .always
     ) async throws -> Bool {
-        let reply = try await send(WriteSyntax.set(key, value, expiration, condition))
+        let reply = try await send(["SET", key, value] + condition.arguments + (expiration?.arguments ?? []))
         return !reply.isNull
     }
 
@@ -135,7 +135,7 @@ extension KeyValueWriter {
     /// `APPEND key value`: the length after appending.
     @discardableResult
     public func append(_ key: some RESPArgument, _ value: some RESPArgument) async throws -> Int {
-        Int(try await send(WriteSyntax.append(key, value)).expectInt())
+        Int(try await call("APPEND", key, value).expectInt())
     }
 
     /// `SETRANGE key offset value`: overwrites from `offset` (zero-padding); the new length.
@@ -154,7 +154,7 @@ extension KeyValueWriter {
     /// `INCRBY key n`.
     @discardableResult
     public func incrBy(_ key: some RESPArgument, _ amount: Int64) async throws -> Int64 {
-        try await send(WriteSyntax.incrBy(key, amount)).expectInt()
+        try await call("INCRBY", key, amount).expectInt()
     }
 
     /// `DECR key`.

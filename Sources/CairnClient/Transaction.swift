@@ -4,15 +4,17 @@ import Synchronization
 /// The commands of one MULTI/EXEC, collected by a ``CairnClient/transaction(watching:attempts:_:)``
 /// body, plus reads that run at once on the transaction's connection (after WATCH, before MULTI).
 ///
-/// Writes are queued (`tx.set`, `tx.incrBy`, ``queue(_:)`` for anything else) and sent as
-/// `MULTI`, the commands, `EXEC` in one round trip when the body returns; on Cairn they commit
-/// as one RocksDB write batch. Their replies are what the transaction call returns.
+/// Writes are queued: every typed write command of the catalogue has a queued form
+/// (``CommandQueue``: `tx.set`, `tx.incrBy`, `tx.hset`, `tx.zadd` ...), and ``queue(_:)`` takes
+/// anything else. They are sent as `MULTI`, the commands, `EXEC` in one round trip when the body
+/// returns; on Cairn they commit as one RocksDB write batch. Their replies are what the
+/// transaction call returns.
 ///
 /// A transaction runs in a column family (``CairnClient/transaction(in:watching:attempts:_:)``,
 /// `default` otherwise); ``family(_:)`` gives a view of the same transaction in another family,
 /// so one EXEC can write to several families atomically. The `CF.USE`s this takes are the
 /// client's business: they are not among the replies.
-public final class Transaction: KeyValueReader, RoutedSender {
+public final class Transaction: KeyValueReader, RoutedSender, CommandQueue {
     let route: Route
     /// Shared by every family view of the transaction.
     private let state: TransactionState
@@ -57,34 +59,6 @@ public final class Transaction: KeyValueReader, RoutedSender {
     }
 
     var beforeExec: (@Sendable () async throws -> Void)? { state.beforeExec.withLock { $0 } }
-
-    /// Queues `SET key value [NX|XX] [EX ...]`.
-    public func set(_ key: some RESPArgument, _ value: some RESPArgument, expiration: Expiration? = nil, condition: SetCondition = .always)
-    {
-        queue(WriteSyntax.set(key, value, expiration, condition))
-    }
-
-    /// Queues `DEL key...`.
-    public func delete(_ keys: any RESPArgument...) { queue(WriteSyntax.delete(keys)) }
-
-    /// Queues `INCRBY key amount`.
-    public func incrBy(_ key: some RESPArgument, _ amount: Int64) { queue(WriteSyntax.incrBy(key, amount)) }
-
-    /// Queues `APPEND key value`.
-    public func append(_ key: some RESPArgument, _ value: some RESPArgument) { queue(WriteSyntax.append(key, value)) }
-
-    /// Queues `MERGE key operand`.
-    public func merge(_ key: some RESPArgument, _ operand: some RESPArgument) { queue(WriteSyntax.merge(key, operand)) }
-
-    /// Queues `EXPIRE key seconds [NX|XX|GT|LT]`.
-    public func expire(_ key: some RESPArgument, seconds: Int, _ condition: ExpireCondition? = nil) {
-        queue(WriteSyntax.expire("EXPIRE", key, seconds, condition))
-    }
-
-    /// Queues `DELRANGE low high`.
-    public func deleteRange(_ low: RangeBound, _ high: RangeBound) {
-        queue(WriteSyntax.deleteRange(low, high))
-    }
 }
 
 /// What the views of one transaction share.

@@ -4,6 +4,7 @@ import CairnServer
 import Dispatch
 import Foundation
 import Logging
+import Synchronization
 
 /// `cairnd`: the Cairn server. Argument parsing and wiring only; the work is in CairnServer.
 @main
@@ -136,6 +137,7 @@ struct Serve: ParsableCommand {
         let server = Server(engine: engine, configFilePath: options.configPath.map(absolutePath), logger: logger) { status in
             Foundation.exit(status)
         }
+        Signals.install(logger: logger)
         do {
             try server.start()
         } catch {
@@ -143,7 +145,7 @@ struct Serve: ParsableCommand {
             try? engine.close()
             throw ExitCode(1)
         }
-        Signals.install(server)
+        Signals.started(server)
         dispatchMain()
     }
 
@@ -155,22 +157,47 @@ struct Serve: ParsableCommand {
 /// SIGTERM and SIGINT start a graceful shutdown; SIGPIPE is ignored (writes use MSG_NOSIGNAL).
 /// Not at top level of a main file: those closures would be main-actor isolated and trap on a
 /// Dispatch queue.
+///
+/// Installed, and registered with the system, before the server starts: `start()` writes the
+/// port file that tells a supervisor or a test the server is up, and a SIGTERM sent the moment
+/// it appeared used to come while the disposition was SIG_IGN and Dispatch had not registered
+/// its handler yet; the signal was lost and the server ran on. One that comes before `start()`
+/// has finished is acted on when it has.
 enum Signals {
     nonisolated(unsafe) static var sources: [any DispatchSourceSignal] = []
+    /// The started server, and whether a signal asked for a shutdown.
+    static let state = Mutex<(server: Server?, shutdownRequested: Bool)>((nil, false))
 
-    static func install(_ server: Server) {
+    static func install(logger: Logger) {
         signal(SIGPIPE, SIG_IGN)
         // As redis-server: a closed terminal or a parent's session ending does not stop the server.
         signal(SIGHUP, SIG_IGN)
+        let registered = DispatchGroup()
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            registered.enter()
+            source.setRegistrationHandler { registered.leave() }
             source.setEventHandler {
-                server.logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
-                server.shutdown()
+                logger.notice("received \(sig == SIGTERM ? "SIGTERM" : "SIGINT"), shutting down")
+                let server = state.withLock { state in
+                    state.shutdownRequested = true
+                    return state.server
+                }
+                server?.shutdown()
             }
             source.activate()
             sources.append(source)
         }
+        registered.wait()
+    }
+
+    /// The server has started: signals from now on shut it down, and so does one that came before.
+    static func started(_ server: Server) {
+        let requested = state.withLock { state in
+            state.server = server
+            return state.shutdownRequested
+        }
+        if requested { server.shutdown() }
     }
 }

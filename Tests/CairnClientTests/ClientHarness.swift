@@ -1,5 +1,6 @@
 import CairnClient
 import CairnTestSupport
+import Foundation
 
 /// Starts a fresh cairnd, hands a client for it to `body`, then closes both.
 func withCairnd(
@@ -49,4 +50,19 @@ func withTimeout<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () as
         defer { group.cancelAll() }
         return try await group.next()!
     }
+}
+
+/// Runs `scripts/NAME --check` (a generated file's check); its exit status and what it printed on
+/// stderr, which says what is out of date.
+func runCheckScript(_ name: String) throws -> (status: Int32, message: String) {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let check = Process()
+    check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    check.arguments = ["python3", root.appendingPathComponent("scripts/\(name)").path, "--check"]
+    let errors = Pipe()
+    check.standardError = errors
+    check.standardOutput = FileHandle.nullDevice
+    try check.run()
+    check.waitUntilExit()
+    return (check.terminationStatus, String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
 }

@@ -130,7 +130,7 @@ enum DocExamples {
         }
     }
 
-    // Sources/CairnClient/Transaction.swift:178
+    // Sources/CairnClient/Transaction.swift:152
     static func example16(client: CairnClient, server: some Service, logger: Logger) async throws {
         try await client.transaction(watching: ["balance"], attempts: 10) { tx in
             let balance = Int(try await tx.getString("balance") ?? "0")!
@@ -138,7 +138,7 @@ enum DocExamples {
         }
     }
 
-    // Sources/CairnClient/Transaction.swift:202
+    // Sources/CairnClient/Transaction.swift:176
     static func example17(client: CairnClient, server: some Service, logger: Logger) async throws {
         try await client.transaction(in: "orders") { tx in
             tx.set("order:7", "paid")

@@ -1,4 +1,3 @@
-import Foundation
 import Testing
 
 /// Every ```swift example of the client's documentation (README's client section, the DocC
@@ -7,16 +6,7 @@ import Testing
 /// written again, so what compiles is what the documentation shows.
 @Suite struct DocExamplesTests {
     @Test func theCompiledExamplesAreTheDocumentedOnes() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let check = Process()
-        check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        check.arguments = ["python3", root.appendingPathComponent("scripts/doc-examples").path, "--check"]
-        let errors = Pipe()
-        check.standardError = errors
-        check.standardOutput = FileHandle.nullDevice
-        try check.run()
-        check.waitUntilExit()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(check.terminationStatus == 0, "\(message)")
+        let (status, message) = try runCheckScript("doc-examples")
+        #expect(status == 0, "\(message)")
     }
 }

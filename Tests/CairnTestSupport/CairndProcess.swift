@@ -1,4 +1,5 @@
 public import Foundation
+import Testing
 
 /// The real `cairnd` binary, started on a free port with a fresh data directory.
 ///
@@ -18,12 +19,13 @@ public final class CairndProcess {
     }
 
     /// Starts cairnd on `port` (0: a free one) with data in `directory` (default: a new temporary one).
-    public init(arguments: [String] = [], directory: URL? = nil, port requestedPort: Int = 0) throws {
+    /// `binary` is for the harness's own tests (a stand-in that ignores SIGTERM).
+    public init(arguments: [String] = [], directory: URL? = nil, port requestedPort: Int = 0, binary: URL = CairndProcess.binary) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("cairnd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         let portFile = self.directory.appendingPathComponent("port")
         try? FileManager.default.removeItem(at: portFile)
-        process.executableURL = CairndProcess.binary
+        process.executableURL = binary
         process.arguments = ["--port", String(requestedPort), "--dir", self.directory.appendingPathComponent("data").path,
                              "--port-file", portFile.path, "--log-level", "warning"] + arguments
         process.standardError = stderr
@@ -66,19 +68,24 @@ public final class CairndProcess {
     }
 
     /// Sends SIGTERM and waits; returns the exit status and how long the exit took.
+    ///
+    /// A server still running `deadline` seconds after SIGTERM gets SIGKILL and the test fails
+    /// saying so: a server that missed or ignored the signal is a finding, not a hung suite.
     @discardableResult
-    public func terminate() -> (status: Int32, seconds: Double) {
+    public func terminate(deadline: Double = 30) -> (status: Int32, seconds: Double) {
         let start = Date()
         process.terminate()
+        while process.isRunning && Date().timeIntervalSince(start) < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            Issue.record("cairnd (pid \(process.processIdentifier), port \(port)) was still running \(deadline) s after SIGTERM; killed")
+        }
         process.waitUntilExit()
         return (process.terminationStatus, Date().timeIntervalSince(start))
     }
 
     deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        if process.isRunning { terminate() }
     }
 }
 
