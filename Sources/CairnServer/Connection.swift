@@ -125,9 +125,8 @@ final class Connection: @unchecked Sendable {
                 let start = machine.position
                 let outcome = engine.execute(argv, session: session, out: &machine.output)
                 if !carryOut(outcome, from: start) { return }
-            case .runBatched(let group):
-                let start = machine.position
-                _ = carryOut(engine.executeBatched(group, session: session, out: &machine.output), from: start)
+            case .stageBatched(let writes):
+                worker.stageBatched(writes, from: self)
             case .read(let gets, let stopPast):
                 let answered = engine.executePlainGets(gets, session: session, out: &machine.output, stopPast: stopPast)
                 machine.readDone(answered: answered)
@@ -195,6 +194,15 @@ final class Connection: @unchecked Sendable {
         let start = machine.position
         machine.output.version = session.protocolVersion
         let outcome = worker.engine.reply(replies, session: session, out: &machine.output)
+        machine.stagedWritesDone(.init(holdsForSync: outcome.wroteToWAL && worker.engine.repliesWaitForSync), from: start)
+        drive()
+    }
+
+    /// The worker ran the collection writes this connection staged: append their replies and go on.
+    func stagedBatchDone(_ reply: [UInt8], _ outcome: Outcome) {
+        guard !closed else { return }
+        let start = machine.position
+        machine.output.bytes.append(contentsOf: reply)
         machine.stagedWritesDone(.init(holdsForSync: outcome.wroteToWAL && worker.engine.repliesWaitForSync), from: start)
         drive()
     }

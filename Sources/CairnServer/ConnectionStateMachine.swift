@@ -34,8 +34,9 @@ struct ConnectionStateMachine {
         case run([[UInt8]])
         /// Run this request off the worker; report with `deferredDone`.
         case runLong([[UInt8]])
-        /// Run these consecutive collection writes as one batch; report with `ran`.
-        case runBatched([[[UInt8]]])
+        /// Hand these consecutive collection writes to the worker's batch of every connection;
+        /// report with `stagedWritesDone`.
+        case stageBatched([[[UInt8]]])
         /// Run these consecutive GETs as one read, stopping once `output` passes `stopPast`
         /// bytes; report with `readDone(answered:)`.
         case read([[[UInt8]]], stopPast: Int)
@@ -74,7 +75,7 @@ struct ConnectionStateMachine {
     }
 
     enum Waiting: Equatable {
-        /// Its plain writes are in the worker's batch.
+        /// Its plain or collection writes are in the worker's batch.
         case stagedWrites
         /// Its reply is computed off the worker (`Outcome.deferred`, `Engine.Route.long`).
         case deferred
@@ -156,7 +157,7 @@ struct ConnectionStateMachine {
     /// the connection closes; replies it can no longer read are dropped.
     mutating func peerClosed() { peerGone = true }
 
-    /// A request run from `.run`, `.runBatched` (or a deferred one, a served blocking pop)
+    /// A request run from `.run` (or a deferred one, a served blocking pop)
     /// wrote its reply from `replyStart` on.
     mutating func ran(_ ran: Ran, from replyStart: Int) {
         if ran.holdsForSync && roundHoldStart == nil { roundHoldStart = replyStart }
@@ -329,7 +330,8 @@ struct ConnectionStateMachine {
                 waiting = .stagedWrites
                 return .stage(requests)
             case .batched:
-                return .runBatched(requests)
+                waiting = .stagedWrites
+                return .stageBatched(requests)
             case .read:
                 reading = requests
                 return .read(requests, stopPast: sent + Self.flushThreshold)

@@ -90,9 +90,37 @@ final class Worker: @unchecked Sendable {
         }
     }
 
+    /// Takes a connection's consecutive collection writes (HSET, LPUSH, ZADD...), to be run with
+    /// those of every other connection of the poller round as one transaction and one write
+    /// (`Engine.executeBatched`): clients sending to one hash take its lock once per round.
+    func stageBatched(_ requests: [[[UInt8]]], from connection: Connection) {
+        stagedBatches.append((connection, requests))
+        if !collecting {
+            collecting = true
+            queue.async { [self] in finishRound() }
+        }
+    }
+
+    /// Collection writes connections staged since the last batch, in the order they were staged.
+    private var stagedBatches: [(connection: Connection, requests: [[[UInt8]]])] = []
+
     private func finishRound() {
-        writeStaged()
+        while !staged.isEmpty || !stagedBatches.isEmpty {
+            writeStaged()
+            runStagedBatches()
+        }
         collecting = false
+    }
+
+    /// Runs every staged collection write as one batch and answers them.
+    private func runStagedBatches() {
+        guard !stagedBatches.isEmpty else { return }
+        let batch = stagedBatches
+        stagedBatches = []
+        let done = engine.executeBatched(batch.map {
+            Engine.BatchedRun(session: $0.connection.session, requests: $0.requests, version: $0.connection.session.protocolVersion)
+        })
+        for (s, d) in zip(batch, done) { s.connection.stagedBatchDone(d.reply, d.outcome) }
     }
 
     /// Writes every staged request as one batch and answers them; connections that go on may

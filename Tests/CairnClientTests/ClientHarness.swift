@@ -40,15 +40,28 @@ extension Array where Element == UInt8 {
 struct TimedOut: Error {}
 
 /// `body`'s result, or `TimedOut` after `seconds` (a hang becomes a failure, not a stuck suite).
+/// Returns at the deadline even when `body` ignores cancellation (awaiting another task's
+/// value does): a task group would wait for it at its end, so `body` runs in a task of its own,
+/// cancelled and left behind when time is up.
 func withTimeout<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-            throw TimedOut()
+    let outcome = Locked<Result<T, any Error>?>(nil)
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        @Sendable func finish(_ result: Result<T, any Error>) {
+            let first = outcome.withLock { current -> Bool in
+                guard current == nil else { return false }
+                current = result
+                return true
+            }
+            if first { continuation.resume(with: result) }
         }
-        defer { group.cancelAll() }
-        return try await group.next()!
+        let work = Task {
+            do { finish(.success(try await body())) } catch { finish(.failure(error)) }
+        }
+        Task {
+            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            finish(.failure(TimedOut()))
+            work.cancel()
+        }
     }
 }
 

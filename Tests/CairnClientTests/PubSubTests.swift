@@ -54,6 +54,7 @@ import Testing
             for try await message in client.psubscribe(to: ["user.*"]) { return message }
             return nil
         }
+        defer { listener.cancel() }
         #expect(try await eventually(seconds: 10) { try await client.send(["PUBSUB", "NUMPAT"]) == .integer(1) })
         _ = try await client.send(["PUBLISH", "user.7", "hi"])
         let message = try await withTimeout(seconds: 10) { try await listener.value }

@@ -138,3 +138,51 @@ def test_sighup_does_not_stop_the_server(fresh_server):
     time.sleep(0.3)
     assert s.process.poll() is None
     assert c.get("k") == b"v"
+
+
+def test_collection_writes_of_many_clients_batched_together_stay_exact(server):
+    """Forty clients pipeline HINCRBY, LPUSH, SADD and ZINCRBY on the same four keys at once: the
+    server runs the collection writes of every client of a poller round as one transaction and
+    one write batch. Every reply is its own client's, and the totals are exact. One client's
+    WRONGTYPE leaves the others' writes alone."""
+    import threading
+    c = server.client()
+    c.delete("hot:h", "hot:l", "hot:s", "hot:z", "hot:str")
+    c.set("hot:str", "not a hash")
+    clients, rounds, depth = 40, 10, 16
+    errors = []
+
+    def work(n):
+        try:
+            cl = server.client()
+            for r in range(rounds):
+                p = cl.pipeline(transaction=False)
+                for i in range(depth):
+                    p.hincrby("hot:h", "count", 1)
+                    p.lpush("hot:l", f"{n}:{r}:{i}")
+                    p.sadd("hot:s", f"{n}:{r}:{i}")
+                    p.zincrby("hot:z", 1, f"member{n % 4}")
+                if n == 0:
+                    p.hset("hot:str", "f", "v")  # WRONGTYPE, in the same round as the others
+                out = p.execute(raise_on_error=False)
+                counts = out[0:4 * depth:4]
+                # HINCRBY replies grow within one client's pipeline: its own writes run in order.
+                assert all(b > a for a, b in zip(counts, counts[1:])), counts
+                assert out[2:4 * depth:4] == [1] * depth  # each SADD member is new
+                if n == 0:
+                    assert isinstance(out[-1], redis.ResponseError) and "WRONGTYPE" in str(out[-1])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    total = clients * rounds * depth
+    assert int(c.hget("hot:h", "count")) == total
+    assert c.llen("hot:l") == total
+    assert c.scard("hot:s") == total
+    assert sum(score for _, score in c.zrange("hot:z", 0, -1, withscores=True)) == total
+    assert c.get("hot:str") == b"not a hash"
