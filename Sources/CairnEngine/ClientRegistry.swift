@@ -1,3 +1,4 @@
+import RESP
 import Synchronization
 
 /// What other connections may know about a client: `CLIENT LIST`, `CLIENT KILL`, INFO clients.
@@ -16,8 +17,10 @@ public final class ClientRecord: Sendable {
         var libVersion = ""
         var lastCommand = "NULL"
         var lastInteraction: Int64
-        var family = "default"
-        var protocolVersion = 2
+        /// The session's user, family and protocol are held here, once (`Session` reads them
+        /// through the lock), so CLIENT LIST from another connection always sees the current ones.
+        var family: Family? = nil
+        var protocolVersion: RESPVersion = .v2
         var user = "default"
         /// Parked by a blocking pop: `flags=b`.
         var blocked = false
@@ -59,8 +62,8 @@ public final class ClientRecord: Sendable {
             "id=\(id) addr=\(address) laddr=\(localAddress) fd=0 name=\(s.name) age=\((now - createdAt) / 1000) "
                 + "idle=\((now - s.lastInteraction) / 1000) flags=\(s.isReplica ? "S" : s.blocked ? "b" : s.channels + s.patterns > 0 ? "P" : "N") db=0 sub=\(s.channels) psub=\(s.patterns) ssub=0 multi=-1 qbuf=0 "
                 + "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r "
-                + "cmd=\(s.lastCommand) user=\(s.user) redir=-1 resp=\(s.protocolVersion) "
-                + "lib-name=\(s.libName) lib-ver=\(s.libVersion) cf=\(s.family)"
+                + "cmd=\(s.lastCommand) user=\(s.user) redir=-1 resp=\(s.protocolVersion.rawValue) "
+                + "lib-name=\(s.libName) lib-ver=\(s.libVersion) cf=\(s.family?.name ?? "default")"
         }
     }
 }

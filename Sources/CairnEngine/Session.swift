@@ -8,11 +8,12 @@ public import Rocks
 public final class Session: @unchecked Sendable {
     public let record: ClientRecord
     public var id: Int64 { record.id }
-    /// RESP2 until `HELLO 3`. CLIENT LIST's `resp=` follows it from here.
-    public var protocolVersion: RESPVersion = .v2 {
-        didSet {
-            record.state.withLock { $0.protocolVersion = protocolVersion.rawValue }
-            subscriber?.version = protocolVersion
+    /// RESP2 until `HELLO 3`. Held in `record` (CLIENT LIST shows it as `resp=`).
+    public var protocolVersion: RESPVersion {
+        get { record.state.withLock { $0.protocolVersion } }
+        set {
+            record.state.withLock { $0.protocolVersion = newValue }
+            subscriber?.version = newValue
         }
     }
     /// How the server delivers pub/sub messages to this client; nil when it cannot (in-process).
@@ -26,18 +27,20 @@ public final class Session: @unchecked Sendable {
     }
     public var subscriptionCount: Int { channels.count + patterns.count }
     public var authenticated: Bool
-    /// CLIENT LIST's `user=` follows it from here.
-    public var user = "default" {
-        didSet { record.state.withLock { $0.user = user } }
+    /// Held in `record` (CLIENT LIST shows it as `user=`).
+    public var user: String {
+        get { record.state.withLock { $0.user } }
+        set { record.state.withLock { $0.user = newValue } }
     }
     /// The rules of `user` as last read, and the users' generation they were read at
     /// (`Guardrails.user(of:)` re-reads them after an ACL change).
     var acl: ACLUser? = nil
     var aclGeneration = -1
     /// The column family every data command acts on (`CF.USE`); the default family at first.
-    /// CLIENT LIST's `cf=` follows every change (CF.USE, CF.DROP, a restore) from here.
+    /// Held in `record` (CLIENT LIST shows it as `cf=`), whatever changes it (CF.USE, CF.DROP, a restore).
     public var family: Family {
-        didSet { record.state.withLock { $0.family = family.name } }
+        get { record.state.withLock { $0.family! } }
+        set { record.state.withLock { $0.family = newValue } }
     }
     /// What the running request asks of the server besides its reply; the executor returns it
     /// (`takeOutcome`).
@@ -71,8 +74,8 @@ public final class Session: @unchecked Sendable {
     public init(record: ClientRecord, authenticated: Bool, family: Family, canDefer: Bool = false) {
         self.record = record
         self.authenticated = authenticated
-        self.family = family
         self.canDefer = canDefer
+        record.state.withLock { $0.family = family }
     }
 
     public var inTransaction: Bool { queued != nil }

@@ -128,9 +128,9 @@ import Testing
         let h = try EngineHarness()
         #expect(h.run("CF.CREATE", "tmp") == .ok)
         #expect(h.run("CF.USE", "tmp") == .ok)
-        #expect(h.session.record.state.withLock { $0.family } == "tmp")
+        #expect(h.session.record.state.withLock { $0.family?.name } == "tmp")
         #expect(h.run("CF.DROP", "tmp") == .ok)
         #expect(h.session.family.name == "default")
-        #expect(h.session.record.state.withLock { $0.family } == "default")
+        #expect(h.session.record.state.withLock { $0.family?.name } == "default")
     }
 }
