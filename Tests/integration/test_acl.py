@@ -357,6 +357,16 @@ def test_deluser_genpass_cat_whoami_dryrun(admin):
         c.execute_command("ACL", "DRYRUN", "u2", "nosuch")
 
 
+def test_acl_help_matches_redis(admin):
+    _, c = admin
+    lines = raw(c, "ACL", "HELP")
+    assert lines[0] == b"ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    assert lines[-2:] == [b"HELP", b"    Prints this help."]
+    assert len(lines) == 29 and b"DRYRUN <username> <command> [<arg> ...]" in lines
+    with pytest.raises(redis.ResponseError, match=r"^wrong number of arguments for 'acl\|help' command$"):
+        c.execute_command("ACL", "HELP", "extra")
+
+
 def test_acl_log(admin):
     srv, c = admin
     c.execute_command("ACL", "SETUSER", "u2", "on", ">pw", "~app:*", "+@read", "+set", "+@transaction", "+client|setinfo")

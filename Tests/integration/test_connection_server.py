@@ -95,6 +95,32 @@ def test_command_table(r):
     assert b"summary" in (flat[1] if isinstance(flat[1], list) else list(flat[1].keys()))
 
 
+def test_config_and_command_help(r):
+    """Their "Try CONFIG HELP." / "Try COMMAND HELP." errors point somewhere: Redis's texts."""
+    conn = r.connection_pool.get_connection()
+    try:
+        conn.send_command("CONFIG", "HELP")
+        config = conn.read_response()
+        conn.send_command("COMMAND", "HELP")
+        command = conn.read_response()
+    finally:
+        r.connection_pool.release(conn)
+    assert config == [b"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                      b"GET <pattern>",
+                      b"    Return parameters matching the glob-like <pattern> and their values.",
+                      b"SET <directive> <value>", b"    Set the configuration <directive> to <value>.",
+                      b"RESETSTAT", b"    Reset statistics reported by the INFO command.",
+                      b"REWRITE", b"    Rewrite the configuration file.",
+                      b"HELP", b"    Prints this help."]
+    # Redis's 21 lines less GETKEYSANDFLAGS, which Cairn does not have.
+    assert len(command) == 19 and command[0].startswith(b"COMMAND <subcommand>")
+    assert b"GETKEYS <full-command>" in command and command[-2:] == [b"HELP", b"    Prints this help."]
+    with pytest.raises(redis.ResponseError, match=r"^wrong number of arguments for 'config\|help' command$"):
+        r.execute_command("CONFIG", "HELP", "x")
+    with pytest.raises(redis.ResponseError, match=r"^unknown subcommand 'NOPE'. Try CONFIG HELP.$"):
+        r.execute_command("CONFIG", "NOPE")
+
+
 def test_time(r):
     seconds, micros = r.time()
     assert seconds > 1_600_000_000 and 0 <= micros < 1_000_000

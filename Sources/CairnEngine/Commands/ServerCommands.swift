@@ -142,6 +142,19 @@ enum ConfigCommands {
             call.engine.stats.reset()
             out.simpleString("OK")
         },
+        Command("config|help", arity: 2, flags: [.loading, .stale], group: "server", since: "5.0.0",
+                summary: "Returns helpful text about the different subcommands.") { _, out throws(CommandError) in
+            DiagnosticCommands.help("CONFIG", [
+                "GET <pattern>",
+                "    Return parameters matching the glob-like <pattern> and their values.",
+                "SET <directive> <value>",
+                "    Set the configuration <directive> to <value>.",
+                "RESETSTAT",
+                "    Reset statistics reported by the INFO command.",
+                "REWRITE",
+                "    Rewrite the configuration file.",
+            ], to: &out)
+        },
     ]
 
 }
@@ -190,6 +203,28 @@ enum CommandCommands {
             guard !keys.isEmpty else { throw CommandError("ERR", "The command has no key arguments") }
             out.arrayHeader(keys.count)
             for k in keys { out.bulk(k) }
+        },
+        // Redis's text but for GETKEYSANDFLAGS, which Cairn does not have.
+        Command("command|help", arity: 2, flags: [.loading, .stale], group: "server", since: "5.0.0",
+                summary: "Returns helpful text about the different subcommands.") { _, out throws(CommandError) in
+            DiagnosticCommands.help("COMMAND", [
+                "(no subcommand)",
+                "    Return details about all Redis commands.",
+                "COUNT",
+                "    Return the total number of commands in this Redis server.",
+                "LIST",
+                "    Return a list of all commands in this Redis server.",
+                "INFO [<command-name> ...]",
+                "    Return details about multiple Redis commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
+                "DOCS [<command-name> ...]",
+                "    Return documentation details about multiple Redis commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
+                "GETKEYS <full-command>",
+                "    Return the keys from a full Redis command.",
+            ], to: &out)
         },
     ]
 
