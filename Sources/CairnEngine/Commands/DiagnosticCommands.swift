@@ -21,6 +21,18 @@ enum DiagnosticCommands {
     ]
 
     /// A HELP reply: one status line per entry, as Redis's `addReplyHelp`.
+    /// `PARENT HELP`: Redis's help reply for a command with subcommands, `lines` between its
+    /// header and the closing HELP entry.
+    static func helpCommand(
+        _ parent: String, group: String, since: String,
+        summary: String = "Returns helpful text about the different subcommands.", _ lines: [String]
+    ) -> Command {
+        Command("\(parent.lowercased())|help", arity: 2, flags: [.loading, .stale], group: group, since: since, summary: summary) {
+            _, out throws(CommandError) in
+            help(parent, lines, to: &out)
+        }
+    }
+
     static func help(_ command: String, _ lines: [String], to out: inout RESPWriter) {
         let all = ["\(command) <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"] + lines + ["HELP", "    Prints this help."]
         out.arrayHeader(all.count)
@@ -62,20 +74,17 @@ enum DiagnosticCommands {
             call.engine.stats.slowLog.reset()
             out.simpleString("OK")
         },
-        Command("slowlog|help", arity: 2, flags: [.loading, .stale], group: "server", since: "6.2.0",
-                summary: "Show helpful text about the different subcommands.") { _, out throws(CommandError) in
-            help("SLOWLOG", [
-                "GET [<count>]",
-                "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-                "    Entries are made of:",
-                "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-                "    client name",
-                "LEN",
-                "    Return the length of the slowlog.",
-                "RESET",
-                "    Reset the slowlog.",
-            ], to: &out)
-        },
+        DiagnosticCommands.helpCommand("SLOWLOG", group: "server", since: "6.2.0", summary: "Show helpful text about the different subcommands.", [
+            "GET [<count>]",
+            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+            "    Entries are made of:",
+            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+            "    client name",
+            "LEN",
+            "    Return the length of the slowlog.",
+            "RESET",
+            "    Reset the slowlog.",
+        ]),
     ]
 
     static let latency: [Command] = [
@@ -140,23 +149,20 @@ enum DiagnosticCommands {
                 summary: "Returns a human-readable latency analysis report.") { call, out throws(CommandError) in
             out.verbatim(Array(doctor(call.engine).utf8))
         },
-        Command("latency|help", arity: 2, flags: [.loading, .stale], group: "server", since: "2.8.13",
-                summary: "Returns helpful text about the different subcommands.") { _, out throws(CommandError) in
-            help("LATENCY", [
-                "DOCTOR",
-                "    Return a human readable latency analysis report.",
-                "HISTORY <event>",
-                "    Return time-latency samples for the <event> class.",
-                "LATEST",
-                "    Return the latest latency samples for all events.",
-                "RESET [<event> ...]",
-                "    Reset latency data of one or more <event> classes.",
-                "    (default: reset all data for all event classes)",
-                "HISTOGRAM [COMMAND ...]",
-                "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
-                "    If no commands are specified then all histograms are replied.",
-            ], to: &out)
-        },
+        DiagnosticCommands.helpCommand("LATENCY", group: "server", since: "2.8.13", [
+            "DOCTOR",
+            "    Return a human readable latency analysis report.",
+            "HISTORY <event>",
+            "    Return time-latency samples for the <event> class.",
+            "LATEST",
+            "    Return the latest latency samples for all events.",
+            "RESET [<event> ...]",
+            "    Reset latency data of one or more <event> classes.",
+            "    (default: reset all data for all event classes)",
+            "HISTOGRAM [COMMAND ...]",
+            "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+            "    If no commands are specified then all histograms are replied.",
+        ]),
     ]
 
     /// LATENCY DOCTOR's report, in the spirit (and opening words) of Redis's.

@@ -113,22 +113,19 @@ enum MemoryCommands {
                 summary: "Returns the allocator statistics.") { _, out throws(CommandError) in
             out.verbatim(Array("Stats not supported for the current allocator".utf8))
         },
-        Command("memory|help", arity: 2, flags: [.loading, .stale], group: "server", since: "4.0.0",
-                summary: "Returns helpful text about the different subcommands.") { _, out throws(CommandError) in
-            DiagnosticCommands.help("MEMORY", [
-                "DOCTOR",
-                "    Return memory problems reports.",
-                "MALLOC-STATS",
-                "    Return internal statistics report from the memory allocator.",
-                "PURGE",
-                "    Attempt to purge dirty pages for reclamation by the allocator.",
-                "STATS",
-                "    Return information about the memory usage of the server.",
-                "USAGE <key> [SAMPLES <count>]",
-                "    Return memory in bytes used by <key> and its value. Nested values are",
-                "    sampled up to <count> times (default: 5, 0 means sample all).",
-            ], to: &out)
-        },
+        DiagnosticCommands.helpCommand("MEMORY", group: "server", since: "4.0.0", [
+            "DOCTOR",
+            "    Return memory problems reports.",
+            "MALLOC-STATS",
+            "    Return internal statistics report from the memory allocator.",
+            "PURGE",
+            "    Attempt to purge dirty pages for reclamation by the allocator.",
+            "STATS",
+            "    Return information about the memory usage of the server.",
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
+        ]),
     ]
 
     static let object: [Command] = [
@@ -168,23 +165,20 @@ enum MemoryCommands {
             }
             out.integer(1)
         },
-        Command("object|help", arity: 2, flags: [.loading, .stale], group: "generic", since: "6.2.0",
-                summary: "Returns helpful text about the different subcommands.") { _, out throws(CommandError) in
-            DiagnosticCommands.help("OBJECT", [
-                "ENCODING <key>",
-                "    Return the kind of internal representation used in order to store the value",
-                "    associated with a <key>.",
-                "FREQ <key>",
-                "    Return the access frequency index of the <key>. The returned integer is",
-                "    proportional to the logarithm of the recent access frequency of the key.",
-                "IDLETIME <key>",
-                "    Return the idle time of the <key>, that is the approximated number of",
-                "    seconds elapsed since the last access to the key.",
-                "REFCOUNT <key>",
-                "    Return the number of references of the value associated with the specified",
-                "    <key>.",
-            ], to: &out)
-        },
+        DiagnosticCommands.helpCommand("OBJECT", group: "generic", since: "6.2.0", [
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+        ]),
     ]
 
     /// The encoding Redis would give this string: `int` for a canonical 64-bit decimal,

@@ -142,19 +142,16 @@ enum ConfigCommands {
             call.engine.stats.reset()
             out.simpleString("OK")
         },
-        Command("config|help", arity: 2, flags: [.loading, .stale], group: "server", since: "5.0.0",
-                summary: "Returns helpful text about the different subcommands.") { _, out throws(CommandError) in
-            DiagnosticCommands.help("CONFIG", [
-                "GET <pattern>",
-                "    Return parameters matching the glob-like <pattern> and their values.",
-                "SET <directive> <value>",
-                "    Set the configuration <directive> to <value>.",
-                "RESETSTAT",
-                "    Reset statistics reported by the INFO command.",
-                "REWRITE",
-                "    Rewrite the configuration file.",
-            ], to: &out)
-        },
+        DiagnosticCommands.helpCommand("CONFIG", group: "server", since: "5.0.0", [
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ]),
     ]
 
 }
@@ -205,27 +202,24 @@ enum CommandCommands {
             for k in keys { out.bulk(k) }
         },
         // Redis's text but for GETKEYSANDFLAGS, which Cairn does not have.
-        Command("command|help", arity: 2, flags: [.loading, .stale], group: "server", since: "5.0.0",
-                summary: "Returns helpful text about the different subcommands.") { _, out throws(CommandError) in
-            DiagnosticCommands.help("COMMAND", [
-                "(no subcommand)",
-                "    Return details about all Redis commands.",
-                "COUNT",
-                "    Return the total number of commands in this Redis server.",
-                "LIST",
-                "    Return a list of all commands in this Redis server.",
-                "INFO [<command-name> ...]",
-                "    Return details about multiple Redis commands.",
-                "    If no command names are given, documentation details for all",
-                "    commands are returned.",
-                "DOCS [<command-name> ...]",
-                "    Return documentation details about multiple Redis commands.",
-                "    If no command names are given, documentation details for all",
-                "    commands are returned.",
-                "GETKEYS <full-command>",
-                "    Return the keys from a full Redis command.",
-            ], to: &out)
-        },
+        DiagnosticCommands.helpCommand("COMMAND", group: "server", since: "5.0.0", [
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+        ]),
     ]
 
     /// One COMMAND INFO entry, the ten fields of Redis 7.
