@@ -157,12 +157,16 @@ extension Engine {
     /// How the server runs this request, screened once: grouped when it passes the door as it
     /// is and the table allows it; long when it has more than `longArgumentCount` arguments (a
     /// 500,000-key MSET, DEL or MGET) or its command is flagged `long` (DBSIZE, KEYS, COMPACT),
-    /// so it would hold up the worker's other clients; otherwise alone. Inside MULTI a request
+    /// so it would hold up the worker's other clients, or when a big write has claimed one of
+    /// its keys; otherwise alone. Inside MULTI a request
     /// is only queued, which is quick: alone.
     public func route(_ argv: [[UInt8]], session: Session) -> Route {
         guard !session.inTransaction else { return .alone }
         if argv.count > Engine.longArgumentCount { return .long }
         guard case .admitted(let command) = screen(argv, session: session) else { return .alone }
+        // Its keys are claimed by a big write committing in pieces on the long queue: queued
+        // behind it there, the request waits without holding up the worker.
+        if locks.isClaimed(command.keys(in: argv), in: session.family) { return .long }
         if let rule = command.grouping, let kind = rule(argv, session) { return .grouped(kind) }
         return command.flags.contains(.long) ? .long : .alone
     }

@@ -93,7 +93,7 @@ extension Engine {
     func commit(_ tx: Transaction) throws(CommandError) {
         guard tx.batch.count > 0 else { return }
         let options = writeOptions
-        try storage("commit") { try database.write(tx.batch, options: options) }
+        try storage("commit") { try writeClaimed(tx.batch, options: options) }
         if tx.changedUnknownKeys {
             locks.changedEveryStripe()
         } else {

@@ -24,6 +24,8 @@ extension Engine {
         for s in sessions {
             if let family = self.family(named: s.family.name) { s.family = family }
         }
+        // A backup or checkpoint taken while a big write went in pieces holds its journal.
+        finishPendingWrites()
     }
 
     /// Closes the database and opens it again for writing: the read-only database opened on a

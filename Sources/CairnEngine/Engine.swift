@@ -98,6 +98,7 @@ public final class Engine: @unchecked Sendable {
         if let (host, port) = Replication.parseTarget(configuration.replicaof) { role = .replica(host: host, port: port) } else { role = .primary }
         replication.load(dir: configuration.dir, latest: db.latestSequenceNumber, role: role)
         replication.readOnly.store(role != .primary && configuration.replicaReadOnly, ordering: .relaxed)
+        finishPendingWrites()
     }
 
     /// The RocksDB options the server opens its database with (also used by `cairn-bench-rocks`).
@@ -417,6 +418,12 @@ public final class Engine: @unchecked Sendable {
             rejected(command)
             reply(refusal, to: &out)
             return
+        }
+        // A big write of this request's keys is committing in pieces: wait for all of it, so
+        // no reader sees it half done. (Inside EXEC or under key locks the keys were awaited
+        // when the locks were taken.)
+        if locks.hasClaims && session.transaction == nil && !session.holdsKeyLocks {
+            locks.awaitClaims(on: command.keys(in: argv), in: session.family)
         }
         let started = MonotonicClock.nanoseconds()
         let call = Call(engine: self, session: session, argv: argv, name: command.name)

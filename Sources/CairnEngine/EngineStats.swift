@@ -12,6 +12,8 @@ public final class EngineStats: Sendable {
     public let netInputBytes = Atomic<Int>(0)
     public let netOutputBytes = Atomic<Int>(0)
     public let walSyncs = Atomic<Int>(0)
+    /// Big writes committed in pieces behind a journal entry (`Engine.writeClaimed`).
+    public let piecewiseWrites = Atomic<Int>(0)
     /// Server-side iterators (ITER.OPEN) alive now; a gauge, not reset by CONFIG RESETSTAT.
     public let openIterators = Atomic<Int>(0)
     /// Expired values the compaction filter dropped (see `ExpiryCompactionFilter`).
@@ -78,6 +80,7 @@ public final class EngineStats: Sendable {
         netInputBytes.store(0, ordering: .relaxed)
         netOutputBytes.store(0, ordering: .relaxed)
         walSyncs.store(0, ordering: .relaxed)
+        piecewiseWrites.store(0, ordering: .relaxed)
         sweepCompactions.store(0, ordering: .relaxed)
         expiredValuesCompacted.store(0, ordering: .relaxed)
         commands.reset()

@@ -97,6 +97,7 @@ enum InfoReport {
                 ("aof_rewrite_in_progress", "0"),
                 ("appendfsync", config.appendfsync.rawValue),
                 ("wal_syncs", String(stats.walSyncs.value)),
+                ("piecewise_writes", String(stats.piecewiseWrites.value)),
                 ("backup_dir", config.resolvedBackupDir),
             ] + engine.backups.infoLines(engine) + engine.diskGuard.infoLines()
         case "stats":

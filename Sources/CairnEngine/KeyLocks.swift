@@ -186,6 +186,26 @@ final class KeyLocks: @unchecked Sendable {
         return try body()
     }
 
+    /// Whether some big write holds a claim now (a relaxed load: almost always false).
+    var hasClaims: Bool { claimCount.load(ordering: .relaxed) > 0 }
+
+    /// Whether the calling thread commits under a claim (`withClaim`'s body).
+    var holdsClaim: Bool { pthread_getspecific(currentClaim) != nil }
+
+    /// Whether a claim covers one of `keys`.
+    func isClaimed(_ keys: [[UInt8]], in family: Family) -> Bool {
+        guard hasClaims, !keys.isEmpty else { return false }
+        return conflictingClaim(keys.map { ($0, family) }) != nil
+    }
+
+    /// Waits, holding no stripe, until no claim covers any of `keys`: a big write commits in
+    /// pieces (`Engine.writeClaimed`), so a reader of its keys waits for the whole of it, as a
+    /// writer does. The caller must hold no stripe (the claim's end takes them all).
+    func awaitClaims(on keys: [[UInt8]], in family: Family) {
+        let keys = keys.map { ($0, family) }
+        while let claim = conflictingClaim(keys) { wait(for: claim) }
+    }
+
     /// The claim that `keys` (nil: any key) would touch, if any. Takes `claimMutex`.
     private func conflictingClaim(_ keys: [(key: [UInt8], family: Family)]?) -> Claim? {
         guard claimCount.load(ordering: .relaxed) > 0 else { return nil }

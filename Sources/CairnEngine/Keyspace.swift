@@ -243,7 +243,7 @@ extension Call {
         for (k, v) in puts { batch.put(k, ValueFormat.encode(v), in: family.handle) }
         for k in deletes { batch.delete(k, in: family.handle) }
         let options = engine.writeOptions
-        try engine.storage("batch write") { try database.write(batch, options: options) }
+        try engine.storage("batch write") { try engine.writeClaimed(batch, options: options) }
         for (k, _) in puts { engine.locks.changed(k, in: family) }
         for k in deletes { engine.locks.changed(k, in: family) }
     }

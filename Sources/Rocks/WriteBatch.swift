@@ -10,6 +10,13 @@ public struct WriteBatch: ~Copyable {
 
     public init() { raw = rocksdb_writebatch_create() }
 
+    /// A batch from RocksDB's serialized form (`data`), which names families by id; nil when
+    /// the bytes are not a batch.
+    public init?(serialized bytes: [UInt8]) {
+        guard let raw = bytes.withChars({ p, n in rocksdb_writebatch_create_from(p, n) }) else { return nil }
+        self.raw = raw
+    }
+
     deinit { rocksdb_writebatch_destroy(raw) }
 
     /// Notes the family so `Database.write` can check it; false when its C handle must not be

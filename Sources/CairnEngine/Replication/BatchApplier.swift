@@ -176,6 +176,9 @@ struct BatchReader {
 
     private var stopped = false
 
+    /// Where the next record starts (after `next()`, where the one it returned ends).
+    var offset: Int { at }
+
     /// Whether every record was read: false after `next()` stopped early, at a type this
     /// reader does not know or at a malformed record.
     var readAll: Bool { !stopped && at >= data.count }

@@ -195,6 +195,9 @@ extension Replication {
             s.secondOffset = latest
             s.id = Replication.newID()
         }
+        // A big write the old primary was sending in pieces: completed here, as a primary's
+        // start would (writes are still refused until the next line).
+        engine.locks.withAll { engine.finishPendingWrites() }
         readOnly.store(false, ordering: .relaxed)
         try? engine.update { (c: inout Configuration) throws(CommandError) in c.replicaof = "" }
         save(dir: engine.configuration.dir, cleanAt: nil)
