@@ -24,6 +24,7 @@ extension Engine {
         for s in sessions {
             if let family = self.family(named: s.family.name) { s.family = family }
         }
+        appendLengths.forgetAll()
         // A backup or checkpoint taken while a big write went in pieces holds its journal.
         finishPendingWrites()
     }

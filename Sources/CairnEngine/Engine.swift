@@ -17,6 +17,8 @@ public final class Engine: @unchecked Sendable {
     public let stats: EngineStats
     public let table: CommandTable
     let locks = KeyLocks()
+    /// Lengths of values APPEND just grew (`AppendLengths`).
+    let appendLengths = AppendLengths()
     let scanCursors = ScanCursors()
     /// Lua scripting: the interpreter, the script cache, the running script (Scripting/).
     let scripting = Scripting()

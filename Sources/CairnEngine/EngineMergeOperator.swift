@@ -17,14 +17,25 @@ public struct EngineMergeOperator: MergeOperator {
         key: UnsafeRawBufferPointer, existing: UnsafeRawBufferPointer?, operands: [UnsafeRawBufferPointer]
     ) -> [UInt8]? {
         var expiresAt: Int64? = nil
-        var current: [UInt8]? = nil
+        var base: UnsafeRawBufferPointer? = nil
         if let existing, let header = ValueFormat.header(of: existing), !header.isExpired(now: clock()) {
             // MERGE does not read, so it can reach a hash, set, sorted set or list: those stay
             // as they are (docs/commands.md).
             if header.type != ValueFormat.stringType { return Array(existing) }
             expiresAt = header.expiresAt
-            current = Array(UnsafeRawBufferPointer(rebasing: existing[header.payloadOffset...]))
+            base = UnsafeRawBufferPointer(rebasing: existing[header.payloadOffset...])
         }
+        // Only appends (a value grown by APPEND): the result is written once, at its final size,
+        // instead of growing an array and copying it into the value format after.
+        if operands.allSatisfy({ $0.first == MergeKind.append.rawValue }) {
+            var out: [UInt8] = []
+            out.reserveCapacity(16 + (base?.count ?? 0) + operands.reduce(0) { $0 + $1.count - 1 })
+            ValueFormat.appendHeader(to: &out, type: ValueFormat.stringType, expiresAt: expiresAt)
+            if let base { out.append(contentsOf: base) }
+            for operand in operands { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: operand[1...])) }
+            return out
+        }
+        var current = base.map { Array($0) }
         for operand in operands {
             guard let kind = operand.first.flatMap(MergeKind.init(rawValue:)) else { continue }
             let payload = UnsafeRawBufferPointer(rebasing: operand[1...])
