@@ -22,7 +22,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Ratio targets from the performance issue: (test, pipeline) -> minimum Cairn/Redis ratio.
-TARGETS = {("SET", 1): 0.9, ("GET", 1): 0.9, ("SET", 16): 0.5, ("GET", 16): 0.6,
+TARGETS = {("SET", 1): 0.9, ("GET", 1): 0.9, ("SET", 16): 0.6, ("GET", 16): 0.7,
+           ("INCR", 16): 0.5, ("MSET", 16): 0.7,
            # The data types issue: each at least half of Redis's rate at -P 16.
            **{(t, 16): 0.5 for t in ("LPUSH", "LPOP", "SADD", "HSET", "ZADD", "ZPOPMIN", "LRANGE_100")}}
 MIB = 1 << 20
@@ -39,9 +40,11 @@ def parse_args():
     p.add_argument("--requests", type=int, default=200_000, help="requests per test at -P 1 (200000)")
     p.add_argument("--requests-pipelined", type=int, default=1_000_000,
                    help="requests per test at -P 16 and above (1000000)")
-    p.add_argument("--tests", default="set,get,incr,mset,lpush,lpop,sadd,hset,zadd,zpopmin,lrange_100,evalsha",
-                   help="redis-benchmark -t list (set,get,incr,mset,lpush,lpop,sadd,hset,zadd,zpopmin,lrange_100,evalsha);"
-                        " `evalsha` runs a two-command script")
+    p.add_argument("--tests", default="set,get,get_skewed,incr,mset,lpush,lpop,sadd,hset,zadd,zpopmin,lrange_100,evalsha",
+                   help="redis-benchmark -t list (set,get,get_skewed,incr,mset,lpush,lpop,sadd,hset,zadd,zpopmin,lrange_100,"
+                        "evalsha); `evalsha` runs a two-command script; `get_skewed` sends 90%% of its GETs to 10%% of"
+                        " the keys (two redis-benchmark runs at once: 9/10 of the clients on the first tenth of -r,"
+                        " 1/10 on all of it)")
     p.add_argument("--pipelines", default="1,16", help="pipeline depths (1,16)")
     p.add_argument("--quick", action="store_true", help="a fifth of the requests: a rough look, not a report")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "bench"),
@@ -118,8 +121,35 @@ class ServerUnderTest:
 SCRIPT = "redis.call('INCR', KEYS[1]) return redis.call('GET', KEYS[1])"
 
 
+def run_skewed(port, pipeline, args, requests):
+    """GETs of which 90% go to the first tenth of the key space: two redis-benchmark processes
+    at once, 9/10 of the clients and requests on `-r keyspace/10`, the rest on all of it. The
+    rate is all requests over the longer run; latencies are the hot run's."""
+    hot_clients = max(1, args.clients * 9 // 10)
+    runs = [(hot_clients, requests * 9 // 10, args.keyspace // 10),
+            (max(1, args.clients - hot_clients), requests // 10, args.keyspace)]
+    procs = []
+    started = time.monotonic()
+    for clients, n, keyspace in runs:
+        cmd = ["redis-benchmark", "-p", str(port), "-n", str(n), "-c", str(clients), "-d", str(args.data_size),
+               "-r", str(keyspace), "-P", str(pipeline), "--csv", "-t", "get"]
+        procs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    results = []
+    for cmd, proc in procs:
+        out, err = proc.communicate()
+        rows = [r for r in csv.reader(io.StringIO(out)) if r and r[0] != "test"]
+        if proc.returncode != 0 or not rows:
+            raise SystemExit(f"redis-benchmark failed: {' '.join(cmd)}\n{out}\n{err}")
+        results.append(rows[-1])
+    elapsed = time.monotonic() - started
+    hot = results[0]
+    return {"rps": sum(n for _, n, _ in runs) / elapsed, "p50_ms": float(hot[4]), "p99_ms": float(hot[6])}
+
+
 def run_benchmark(port, test, pipeline, args):
     requests = args.requests if pipeline == 1 else args.requests_pipelined
+    if test == "get_skewed":
+        return run_skewed(port, pipeline, args, requests)
     cmd = ["redis-benchmark", "-p", str(port), "-n", str(requests), "-c", str(args.clients),
            "-d", str(args.data_size), "-r", str(args.keyspace), "-P", str(pipeline), "--csv"]
     if test == "evalsha":
@@ -236,7 +266,7 @@ def render(args, rows, rss, rss_parts, budget, embedded):
             continue
         ratio = r["cairn_p99_ms"] / r["redis_p99_ms"] if r["redis_p99_ms"] else 0.0
         lines.append(f"{r['test']:<11}{r['cairn_p50_ms']:>11.3f}{r['redis_p50_ms']:>11.3f}{r['cairn_p99_ms']:>11.3f}"
-                     f"{r['redis_p99_ms']:>11.3f}{ratio:>11.2f}" + ("  (target <= 1.5)" if r["test"] in ("SET", "GET") else ""))
+                     f"{r['redis_p99_ms']:>11.3f}{ratio:>11.2f}" + ("  (target <= 2)" if r["test"] in ("SET", "GET", "INCR") else ""))
     set16 = next((r for r in rows if r["test"] == "SET" and r["pipeline"] >= 16), None)
     lines += ["", f"embedded engine, one thread: put {embedded['put_ops']:,} ops/s, get {embedded['get_ops']:,} ops/s"]
     if set16:
