@@ -26,7 +26,9 @@ import Synchronization
 /// `claimMutex`.
 final class KeyLocks: @unchecked Sendable {
     private let mutexes: UnsafeMutablePointer<pthread_mutex_t>
-    private let versions: UnsafeMutablePointer<UInt64>
+    /// Written only under the stripe's mutex; atomic so that `unlockedVersion` may read one
+    /// without it.
+    private let versions: UnsafeMutablePointer<Atomic<UInt64>>
     private let count: Int
 
     /// Writes of at least this many keys claim them instead of holding their stripes.
@@ -63,7 +65,7 @@ final class KeyLocks: @unchecked Sendable {
         self.count = count
         mutexes = .allocate(capacity: count)
         versions = .allocate(capacity: count)
-        versions.initialize(repeating: 0, count: count)
+        for i in 0..<count { (versions + i).initialize(to: Atomic(0)) }
         for i in 0..<count { pthread_mutex_init(mutexes + i, nil) }
         pthread_mutex_init(&claimMutex, nil)
         pthread_cond_init(&claimEnded, nil)
@@ -73,6 +75,7 @@ final class KeyLocks: @unchecked Sendable {
     deinit {
         for i in 0..<count { pthread_mutex_destroy(mutexes + i) }
         mutexes.deallocate()
+        versions.deinitialize(count: count)
         versions.deallocate()
     }
 
@@ -85,7 +88,7 @@ final class KeyLocks: @unchecked Sendable {
     func version(ofStripe index: Int) -> UInt64 {
         pthread_mutex_lock(mutexes + index)
         defer { pthread_mutex_unlock(mutexes + index) }
-        return versions[index]
+        return versions[index].load(ordering: .relaxed)
     }
 
     /// Runs `body` holding the key's stripe.
@@ -118,7 +121,12 @@ final class KeyLocks: @unchecked Sendable {
     }
 
     /// The version of a stripe the caller holds (no locking: the caller already has the mutex).
-    func heldVersion(_ index: Int) -> UInt64 { versions[index] }
+    func heldVersion(_ index: Int) -> UInt64 { versions[index].load(ordering: .relaxed) }
+
+    /// A stripe's version read without its mutex, for a reader that reads a value before taking
+    /// the lock and checks the version again under it: a write moves the version after it
+    /// landed, so an unchanged version means the value read then is still the latest.
+    func unlockedVersion(ofStripe index: Int) -> UInt64 { versions[index].load(ordering: .acquiring) }
 
     /// Records that a write changed `key`: WATCHes of its stripe fire. The caller holds the
     /// stripe and calls this after the write landed (a WATCH then sees the new version only
@@ -134,7 +142,7 @@ final class KeyLocks: @unchecked Sendable {
             Unmanaged<Claim>.fromOpaque(claim).takeUnretainedValue().changed.insert(index)
             return
         }
-        versions[index] &+= 1
+        versions[index].wrappingAdd(1, ordering: .releasing)
     }
 
     /// Records a change to unknown keys; the caller holds every stripe (`withEveryStripe`).
@@ -174,7 +182,7 @@ final class KeyLocks: @unchecked Sendable {
         defer {
             pthread_setspecific(currentClaim, nil)
             lockAll()
-            for i in claim.changed { versions[i] &+= 1 }
+            for i in claim.changed { versions[i].wrappingAdd(1, ordering: .releasing) }
             pthread_mutex_lock(&claimMutex)
             claims.removeAll { $0 === claim }
             claimCount.subtract(1, ordering: .relaxed)

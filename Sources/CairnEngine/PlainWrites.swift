@@ -186,8 +186,12 @@ extension Engine {
         }
         let options = writeOptions
         do {
+            // The counters are read before the locks are taken, so two workers incrementing
+            // keys of shared stripes overlap their reads and wait for each other's writes only;
+            // a counter whose stripe moved meanwhile is read again under the lock.
+            let early = try readCountersEarly(counters)
             let replies = try locks.withLocks(lockKeys) { () throws(CommandError) -> [[PlainReply]] in
-                var current = try readCounters(counters)
+                var current = try recheck(early, counters)
                 var puts = SortedPuts()
                 var replies: [[PlainReply]] = []
                 replies.reserveCapacity(groups.count)
@@ -231,6 +235,40 @@ extension Engine {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// Counters read without their locks, with the versions of their stripes from before.
+    private struct EarlyCounters {
+        var current: [FamilyKey: Current] = [:]
+        var versions: [FamilyKey: UInt64] = [:]
+    }
+
+    private func readCountersEarly(_ counters: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)]) throws(CommandError) -> EarlyCounters {
+        guard !counters.isEmpty else { return EarlyCounters() }
+        var early = EarlyCounters()
+        // Versions first: a write that lands after them moves them (it moves its stripe after
+        // it landed), so an unchanged version under the lock means the value read is current.
+        for (id, c) in counters {
+            for key in c.keys { early.versions[FamilyKey(family: id, key: key)] = locks.unlockedVersion(ofStripe: locks.stripe(for: key, in: c.family)) }
+        }
+        early.current = try readCounters(counters)
+        return early
+    }
+
+    /// Under the locks: the early values whose stripes did not move, the others read again.
+    private func recheck(_ early: EarlyCounters, _ counters: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)]) throws(CommandError) -> [FamilyKey: Current] {
+        var current = early.current
+        var stale: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)] = [:]
+        for (id, c) in counters {
+            for key in c.keys {
+                let slot = FamilyKey(family: id, key: key)
+                if locks.heldVersion(locks.stripe(for: key, in: c.family)) != early.versions[slot] {
+                    stale[id, default: (c.family, [])].keys.insert(key)
+                }
+            }
+        }
+        if !stale.isEmpty { current.merge(try readCounters(stale)) { _, again in again } }
+        return current
     }
 
     /// The live values of the counters the batch increments, one MultiGet per family. Expired
