@@ -118,7 +118,8 @@ import Testing
         #expect(back.server.ioThreads == 3)
         #expect(back.server.portFile == "/tmp/a port file")
         #expect(back.server.maxclients == 77)
-        #expect(back == h.engine.configuration)
+        #expect(back.server == h.engine.configuration.server)
+        #expect(back.timeout == 5)
         // The engine alone does not know them.
         var engineOnly = Configuration()
         #expect(throws: ConfigFile.ParseError.self) { try ConfigFile.apply(text, to: &engineOnly) }
