@@ -7,8 +7,8 @@ public enum ConfigFile {
         public var description: String { "config line \(line): \(message)" }
     }
 
-    /// Applies every line of `text` to `config`.
-    public static func apply(_ text: String, to config: inout Configuration) throws(ParseError) {
+    /// Applies every line of `text` to `config`, through the options of `table`.
+    public static func apply(_ text: String, to config: inout Configuration, table: ConfigTable = .engine) throws(ParseError) {
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.trimmingWhitespace()
             if line.isEmpty || line.hasPrefix("#") { continue }
@@ -24,7 +24,7 @@ public enum ConfigFile {
                 }
                 continue
             }
-            guard let option = ConfigOption.named(name) else {
+            guard let option = table.named(name) else {
                 throw ParseError(line: index + 1, message: "unknown option '\(name)'")
             }
             do { try option.apply(value, to: &config) } catch {
@@ -33,10 +33,10 @@ public enum ConfigFile {
         }
     }
 
-    /// The config as file text, one line per option (what `CONFIG REWRITE` writes).
-    public static func render(_ config: Configuration) -> String {
+    /// The config as file text, one line per option of `table` (what `CONFIG REWRITE` writes).
+    public static func render(_ config: Configuration, table: ConfigTable = .engine) -> String {
         var out = "# Written by CONFIG REWRITE. See config/cairn.conf for every option's meaning.\n"
-        for option in ConfigOption.all {
+        for option in table.options {
             out += "\(option.name) \(quote(option.value(in: config)))\n"
         }
         for user in config.users { out += user.rule + "\n" }

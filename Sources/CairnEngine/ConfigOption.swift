@@ -33,7 +33,7 @@ public struct ConfigOption: Sendable {
 
     /// A string written back by CONFIG REWRITE: no control characters, since the file is one
     /// option per line (a newline would end the value and start a line of its own).
-    static func string(
+    package static func string(
         _ name: String, mutable: Bool = true, _ path: any WritableKeyPath<Configuration, String> & Sendable
     ) -> ConfigOption {
         ConfigOption(name: name, mutable: mutable, get: { $0[keyPath: path] }) { config, text throws(Invalid) in
@@ -43,7 +43,7 @@ public struct ConfigOption: Sendable {
     }
 
     /// One of `choices` (any case; stored in lower case).
-    static func choice(
+    package static func choice(
         _ name: String, mutable: Bool = true, _ choices: [String],
         _ path: any WritableKeyPath<Configuration, String> & Sendable
     ) -> ConfigOption {
@@ -53,7 +53,7 @@ public struct ConfigOption: Sendable {
         }
     }
 
-    static func int(
+    package static func int(
         _ name: String, mutable: Bool = true, min: Int = 0, max: Int = .max,
         _ path: any WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigOption {
@@ -64,7 +64,7 @@ public struct ConfigOption: Sendable {
         }
     }
 
-    static func double(
+    package static func double(
         _ name: String, mutable: Bool = true, _ range: ClosedRange<Double>,
         _ path: any WritableKeyPath<Configuration, Double> & Sendable
     ) -> ConfigOption {
@@ -78,7 +78,7 @@ public struct ConfigOption: Sendable {
     }
 
     /// `yes` or `no`.
-    static func yesNo(_ name: String, mutable: Bool = true, _ path: any WritableKeyPath<Configuration, Bool> & Sendable) -> ConfigOption {
+    package static func yesNo(_ name: String, mutable: Bool = true, _ path: any WritableKeyPath<Configuration, Bool> & Sendable) -> ConfigOption {
         ConfigOption(name: name, mutable: mutable, get: { $0[keyPath: path] ? "yes" : "no" }) { config, text throws(Invalid) in
             switch text.lowercased() {
             case "yes": config[keyPath: path] = true
@@ -99,7 +99,7 @@ public struct ConfigOption: Sendable {
     }
 
     /// A size in bytes, with redis.conf's units (`64mb`).
-    static func bytes(
+    package static func bytes(
         _ name: String, mutable: Bool = true, min: Int = 0, max: Int = .max,
         _ path: any WritableKeyPath<Configuration, Int> & Sendable
     ) -> ConfigOption {
@@ -141,10 +141,9 @@ public struct ConfigOption: Sendable {
         return Int(t)
     }
 
-    /// Every option, in the order `CONFIG REWRITE` writes them.
+    /// The engine's options, in the order `CONFIG REWRITE` writes them; `ConfigTable` adds
+    /// those of the modules around it.
     public static let all: [ConfigOption] = [
-        .string("bind", mutable: false, \.bind),
-        .int("port", mutable: false, max: 65535, \.port),
         .string("dir", mutable: false, \.dir),
         .string("backup-dir", \.backupDir),
         .int("backup-keep", \.backupKeep),
@@ -159,7 +158,6 @@ public struct ConfigOption: Sendable {
         .bytes("max-value-size", \.maxValueSize),
         // At least what a client's handshake takes (HELLO 3 AUTH user pass SETNAME name).
         .int("max-args", min: 10, \.maxArgs),
-        .int("maxclients", min: 1, max: Int(UInt32.max), \.maxclients),
         .int("timeout", max: Int(Int32.max), \.timeout),
         .int("tcp-keepalive", max: Int(Int32.max), \.tcpKeepalive),
         // Redis's ranges: below 1mb every client sending an ordinary value would be cut off.
@@ -189,7 +187,6 @@ public struct ConfigOption: Sendable {
         .double("memtable-bloom-ratio", mutable: false, 0...0.25, \.memtableBloomRatio),
         .double("data-block-hash-ratio", mutable: false, 0...4, \.dataBlockHashRatio),
         .int("max-background-jobs", mutable: false, min: 1, \.maxBackgroundJobs),
-        .int("io-threads", mutable: false, min: 1, \.ioThreads),
         .int("max-snapshots-per-client", \.maxSnapshotsPerClient),
         .int("max-snapshots", \.maxSnapshots),
         .int("max-snapshots-per-user", \.maxSnapshotsPerUser),
@@ -208,7 +205,6 @@ public struct ConfigOption: Sendable {
             }
             config.maxmemoryPolicy = "noeviction"
         },
-        .string("port-file", mutable: false, \.portFile),
         .int("active-expire-effort", min: 1, max: 10, \.activeExpireEffort),
         .int("busy-reply-threshold", min: Int(Int64.min), \.busyReplyThreshold),
         // Redis's older name for the same setting.
@@ -255,7 +251,8 @@ public struct ConfigOption: Sendable {
         ("save", ""), ("appendonly", "yes"), ("databases", "1"),
     ]
 
+    /// The engine's option called `name` (any case); `ConfigTable.named` also finds the others.
     public static func named(_ name: String) -> ConfigOption? {
-        all.first { $0.name == name.lowercased() }
+        ConfigTable.engine.named(name)
     }
 }

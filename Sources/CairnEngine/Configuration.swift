@@ -2,15 +2,13 @@
 import Glibc
 #endif
 
-/// Every setting of a Cairn server, as one documented value.
+/// Every setting of the engine, as one documented value, plus the settings of the modules
+/// around it (`ConfigurationExtension`: the server's listener and client limit live in
+/// CairnServer's `ServerSettings`).
 ///
 /// `config/cairn.conf` and `cairnd`'s flags only fill this in; `CONFIG GET/SET/REWRITE` use the
-/// same names through `ConfigOption.all`. Each property's comment gives its default and effect.
+/// same names through one `ConfigTable`. Each property's comment gives its default and effect.
 public struct Configuration: Sendable, Equatable {
-    /// Address to listen on. Default `127.0.0.1` (loopback only).
-    public var bind = "127.0.0.1"
-    /// TCP port. Default 7379; 0 picks a free port (logged, and written to `port-file`).
-    public var port = 7379
     /// Where the database lives. Default `./data`.
     public var dir = "./data"
     /// Where backups go; empty means `<dir>/backups`.
@@ -51,10 +49,6 @@ public struct Configuration: Sendable, Equatable {
     public var maxValueSize = 512 * 1024 * 1024
     /// Most arguments of one request (multibulk count). Default 1,048,576.
     public var maxArgs = 1024 * 1024
-    /// Most clients connected at once; the next gets `-ERR max number of clients reached`.
-    /// Lowered at start when the open files limit cannot hold it (`DescriptorBudget`).
-    /// Default 10000.
-    public var maxclients = 10000
     /// Close a client idle this many seconds; 0 never. Default 0.
     public var timeout = 0
     /// Seconds between TCP keepalive probes; 0 disables. Default 300.
@@ -83,8 +77,8 @@ public struct Configuration: Sendable, Equatable {
     /// with 256mb); costs an insert on every miss.
     public var rowCacheSize = 0
     /// Table files RocksDB keeps open (its `max_open_files`, a cache: more are reopened as
-    /// needed), at least 20. Counted with `maxclients` against the open files limit, and lowered
-    /// with it at start when the limit cannot hold both. Default 8192.
+    /// needed), at least 20. Counted with the server's `maxclients` against the open files limit,
+    /// and lowered with it at start when the limit cannot hold both. Default 8192.
     public var maxOpenFiles = 8192
     /// Memtable size per column family, bytes. Default 64 MiB.
     public var writeBufferSize = 64 * 1024 * 1024
@@ -122,8 +116,6 @@ public struct Configuration: Sendable, Equatable {
     /// tools and test suites that tune them run. Cairn stores every collection one entry per
     /// member whatever its size, so they change nothing (docs/commands.md).
     public var encodingThresholds = ConfigOption.encodingDefaults
-    /// Serial queues serving connections (Redis's io-threads). Default: the number of cores.
-    public var ioThreads = Configuration.defaultBackgroundJobs
     /// Snapshots one connection may hold. Default 16.
     public var maxSnapshotsPerClient = 16
     /// Snapshots the whole server may hold. Default 1024.
@@ -138,8 +130,6 @@ public struct Configuration: Sendable, Equatable {
     public var maxIteratorsPerClient = 16
     /// An iterator unused this many seconds is closed; 0 never. Default 300.
     public var iteratorIdleTimeout = 300
-    /// Path of a file to write the listening port into once ready; empty for none.
-    public var portFile = ""
     /// How hard the background expiry sweep works, 1...10 (Redis's name): each 100 ms it may
     /// spend 25 ms of one core at 1, up to 43 ms at 10. Default 1.
     public var activeExpireEffort = 1
@@ -173,6 +163,9 @@ public struct Configuration: Sendable, Equatable {
     /// Seconds without a byte from the other side before a replication link is dropped (and
     /// retried). Default 60.
     public var replTimeout = 60
+
+    /// The settings of the modules around the engine, by type: `self[Settings.self]`.
+    var extensions = ConfigurationExtensions()
 
     public init() {}
 

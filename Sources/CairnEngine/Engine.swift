@@ -28,6 +28,8 @@ public final class Engine: @unchecked Sendable {
     /// steps it from a timer (KeyspaceCount.swift).
     public let keyspaceCount = KeyspaceCount()
     let config: Mutex<Configuration>
+    /// The options CONFIG knows: the engine's and those registered by the server (`register(_:)`).
+    private let configOptions = Mutex(ConfigTable.engine)
     /// Access control, failed-AUTH throttling and key/value size limits (AccessControl.swift).
     public let guardrails: Guardrails
     let syncWrites: Atomic<Bool>
@@ -245,9 +247,22 @@ public final class Engine: @unchecked Sendable {
         return Clock.milliseconds() - started
     }
 
-    /// Records the port the listener really bound, so `CONFIG GET port` answers it after `port 0`.
-    public func noteListeningPort(_ port: Int) {
-        config.withLock { $0.port = port }
+    /// The options of the config file and CONFIG: the engine's, then every registered module's.
+    public var configTable: ConfigTable { configOptions.withLock { $0 } }
+
+    /// Adds the options of a module's settings (the server's) to `configTable`, so CONFIG GET,
+    /// SET and REWRITE handle them as the engine's own. Called once, before serving.
+    public func register<Settings: ConfigurationExtension>(_ type: Settings.Type) {
+        configOptions.withLock { $0 = $0.adding(type) }
+    }
+
+    /// Changes a module's own settings without CONFIG SET's notification
+    /// (`ServerHooks.configurationChanged`): for a value the module itself settled, such as the
+    /// port bound after `port 0`, which `CONFIG GET port` then answers.
+    public func updateExtension<Settings: ConfigurationExtension>(
+        _ type: Settings.Type, _ change: (inout Settings) -> Void
+    ) {
+        config.withLock { change(&$0[type]) }
     }
 
     /// Applies a new configuration (CONFIG SET, already validated).

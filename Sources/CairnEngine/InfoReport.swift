@@ -55,11 +55,11 @@ enum InfoReport {
                 ("uptime_in_days", String(uptime / 86400)),
                 ("executable", "cairnd"),
                 ("config_file", engine.hooks?.configFilePath ?? ""),
-            ] + (engine.hooks?.serverInfo() ?? [])
+            ] + (engine.hooks?.infoLines(section: "server") ?? [])
         case "clients":
             return [
                 ("connected_clients", String(engine.clients.count)),
-                ("maxclients", String(config.maxclients)),
+            ] + (engine.hooks?.infoLines(section: "clients") ?? []) + [
                 ("blocked_clients", String(engine.blocking.count)),
             ]
         case "memory":

@@ -3,8 +3,9 @@
 public protocol ServerHooks: AnyObject, Sendable {
     /// SHUTDOWN: stop accepting, finish replies, close the database, exit 0.
     func requestShutdown()
-    /// Lines for INFO server (`tcp_port`, ...) the engine cannot know.
-    func serverInfo() -> [(String, String)]
+    /// Lines the engine cannot know for INFO's `section` (`server`: `tcp_port`, `io_workers`;
+    /// `clients`: `maxclients`), in the order printed.
+    func infoLines(section: String) -> [(String, String)]
     /// Called after CONFIG SET changed the configuration.
     func configurationChanged(_ configuration: Configuration)
     /// The config file CONFIG REWRITE writes to, or nil when started without one.

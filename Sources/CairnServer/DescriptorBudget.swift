@@ -25,29 +25,29 @@ public struct DescriptorBudget: Sendable, Equatable {
     /// Descriptors the server needs besides clients and table files: `reserved`, one epoll set
     /// per worker, and one table file being written per background job.
     public static func overhead(_ config: Configuration) -> Int {
-        reserved + config.ioThreads + config.maxBackgroundJobs
+        reserved + config.server.ioThreads + config.maxBackgroundJobs
     }
 
     /// Descriptors `config` needs at most.
     public static func needed(_ config: Configuration) -> Int {
-        config.maxclients + config.maxOpenFiles + overhead(config)
+        config.server.maxclients + config.maxOpenFiles + overhead(config)
     }
 
     /// The shares that fit `limit` descriptors: the configured ones when they fit; otherwise
     /// RocksDB keeps up to half of what is left (at least `minimumTableFiles`) and clients get
     /// the rest. Nil when not even one client fits.
     public static func fit(_ config: Configuration, limit: Int) -> DescriptorBudget? {
-        let configured = DescriptorBudget(maxclients: config.maxclients, maxOpenFiles: config.maxOpenFiles)
+        let configured = DescriptorBudget(maxclients: config.server.maxclients, maxOpenFiles: config.maxOpenFiles)
         if limit >= needed(config) { return configured }
         let available = limit - overhead(config)
         let tables = min(config.maxOpenFiles, max(minimumTableFiles, available / 2))
-        let clients = min(config.maxclients, available - tables)
+        let clients = min(config.server.maxclients, available - tables)
         guard clients >= 1 else { return nil }
         return DescriptorBudget(maxclients: clients, maxOpenFiles: tables)
     }
 
-    /// Raises the soft open files limit towards what `config` needs, then lowers `maxclients`
-    /// and `max-open-files` in `config` to what the limit allows, logging a warning when it
+    /// Raises the soft open files limit towards what `config` needs, then lowers the server's
+    /// `maxclients` (`config.server`) and the engine's `max-open-files` to what the limit allows, logging a warning when it
     /// does. Throws when the limit is too low to serve even one client.
     public static func apply(to config: inout Configuration, logger: Logger) throws(Failure) {
         let needed = needed(config)
@@ -69,10 +69,10 @@ public struct DescriptorBudget: Sendable, Equatable {
         guard let budget = fit(config, limit: limit) else {
             throw Failure(limit: limit, needed: needed, minimum: overhead(config) + minimumTableFiles + 1)
         }
-        if budget.maxclients < config.maxclients || budget.maxOpenFiles < config.maxOpenFiles {
-            logger.warning("the open files limit (ulimit -n) is \(limit) and the configuration needs \(needed) (maxclients \(config.maxclients) + max-open-files \(config.maxOpenFiles) + \(overhead(config)) for the server): maxclients has been reduced to \(budget.maxclients) and max-open-files to \(budget.maxOpenFiles). Raise the limit (ulimit -n, LimitNOFILE= in systemd) to at least \(needed) to keep them.")
+        if budget.maxclients < config.server.maxclients || budget.maxOpenFiles < config.maxOpenFiles {
+            logger.warning("the open files limit (ulimit -n) is \(limit) and the configuration needs \(needed) (maxclients \(config.server.maxclients) + max-open-files \(config.maxOpenFiles) + \(overhead(config)) for the server): maxclients has been reduced to \(budget.maxclients) and max-open-files to \(budget.maxOpenFiles). Raise the limit (ulimit -n, LimitNOFILE= in systemd) to at least \(needed) to keep them.")
         }
-        config.maxclients = budget.maxclients
+        config.server.maxclients = budget.maxclients
         config.maxOpenFiles = budget.maxOpenFiles
     }
 

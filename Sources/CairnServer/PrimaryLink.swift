@@ -74,7 +74,7 @@ final class PrimaryLink: @unchecked Sendable {
             let reply = try ask(config.masteruser.isEmpty ? ["AUTH", config.masterauth] : ["AUTH", config.masteruser, config.masterauth])
             guard reply.hasPrefix("+") else { throw ReplicationSocket.Failure(description: "the primary refused masterauth: \(reply)") }
         }
-        let listening = config.replicaAnnouncePort > 0 ? config.replicaAnnouncePort : config.port
+        let listening = config.replicaAnnouncePort > 0 ? config.replicaAnnouncePort : config.server.port
         var reply = try ask(["REPLCONF", "listening-port", String(listening)])
         guard reply.hasPrefix("+") else { throw ReplicationSocket.Failure(description: "the primary refused REPLCONF: \(reply)") }
         if !config.replicaAnnounceIP.isEmpty {

@@ -46,7 +46,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
     public private(set) var port = 0
 
     /// - Parameters:
-    ///   - workerCount: serial queues serving connections; default one per core (at least 2).
+    ///   - workerCount: serial queues serving connections; default `io-threads`.
     ///   - onShutdown: called once the database is closed, with the exit status to use.
     public init(
         engine: Engine, configFilePath: String?, logger: Logger, workerCount: Int? = nil,
@@ -56,7 +56,9 @@ public final class Server: ServerHooks, @unchecked Sendable {
         self.logger = logger
         self.configFilePath = configFilePath
         self.onShutdown = onShutdown
-        let count = workerCount ?? engine.configuration.ioThreads
+        // CONFIG GET/SET/REWRITE know the server's options from here on.
+        engine.register(ServerSettings.self)
+        let count = workerCount ?? engine.configuration.server.ioThreads
         let groupCommit = GroupCommit(engine: engine)
         var built: [Worker] = []
         for i in 0..<count {
@@ -71,11 +73,12 @@ public final class Server: ServerHooks, @unchecked Sendable {
 
     /// Binds, listens and starts serving. Throws when the address cannot be bound.
     public func start() throws {
-        let config = engine.configuration
-        let (fd, bound) = try Socket.listen(host: config.bind, port: config.port)
+        let settings = engine.configuration.server
+        let (fd, bound) = try Socket.listen(host: settings.bind, port: settings.port)
         listenFD = fd
         port = bound
-        engine.noteListeningPort(bound)
+        // After `port 0`, CONFIG GET port (and CONFIG REWRITE) answer the port bound.
+        engine.updateExtension(ServerSettings.self) { $0.port = bound }
         spareFD = Server.openSpare()
         for w in workers { w.startIdleTimer() }
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
@@ -90,16 +93,16 @@ public final class Server: ServerHooks, @unchecked Sendable {
         startMemoryTrim()
         backupSchedule.start()
         replicationChanged()
-        if config.bind != "127.0.0.1" && config.bind != "::1" && config.bind != "localhost"
+        if settings.bind != "127.0.0.1" && settings.bind != "::1" && settings.bind != "localhost"
             && engine.guardrails.accessControl.anyoneWithoutPassword {
-            logger.warning("WARNING: listening on \(config.bind) with no password: anyone who can reach this port can read and change all data. Set requirepass (or give every user a password).")
+            logger.warning("WARNING: listening on \(settings.bind) with no password: anyone who can reach this port can read and change all data. Set requirepass (or give every user a password).")
         }
-        if !config.portFile.isEmpty {
-            if !ConfigCommandsFile.write(config.portFile, "\(bound)\n") {
-                logger.error("could not write port file \(config.portFile)")
+        if !settings.portFile.isEmpty {
+            if !ConfigCommandsFile.write(settings.portFile, "\(bound)\n") {
+                logger.error("could not write port file \(settings.portFile)")
             }
         }
-        logger.notice("Ready to accept connections on \(config.bind):\(bound)")
+        logger.notice("Ready to accept connections on \(settings.bind):\(bound)")
     }
 
     private func acceptAll() {
@@ -125,7 +128,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
                 Glibc.close(fd)
                 continue
             }
-            if engine.clients.count >= config.maxclients {
+            if engine.clients.count >= config.server.maxclients {
                 refuse(fd)
                 continue
             }
@@ -266,8 +269,12 @@ public final class Server: ServerHooks, @unchecked Sendable {
         shutdown()
     }
 
-    public func serverInfo() -> [(String, String)] {
-        [("tcp_port", String(port)), ("io_workers", String(workers.count))]
+    public func infoLines(section: String) -> [(String, String)] {
+        switch section {
+        case "server": [("tcp_port", String(port)), ("io_workers", String(workers.count))]
+        case "clients": [("maxclients", String(engine.configuration.server.maxclients))]
+        default: []
+        }
     }
 
     public func configurationChanged(_ configuration: Configuration) {
@@ -275,7 +282,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         var limits = rlimit()
         if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0, limits.rlim_cur != rlim_t.max,
            DescriptorBudget.needed(configuration) > Int(limits.rlim_cur) {
-            logger.warning("maxclients \(configuration.maxclients) is more than the open files limit (\(limits.rlim_cur)) can hold with max-open-files \(configuration.maxOpenFiles): connections past the limit will be refused")
+            logger.warning("maxclients \(configuration.server.maxclients) is more than the open files limit (\(limits.rlim_cur)) can hold with max-open-files \(configuration.maxOpenFiles): connections past the limit will be refused")
         }
     }
 

@@ -1,32 +1,8 @@
 #if CAIRN_TSAN
-#if canImport(Glibc)
-import Glibc
-#endif
+import CairnSync
 
-/// Only in ThreadSanitizer builds (`scripts/sanitize thread` passes `-DCAIRN_TSAN`): stands in
-/// for `Synchronization.Mutex` in this module. On Linux that Mutex locks with raw futex system
-/// calls, which TSan cannot see, so every access it guards is reported as a race (checked with
-/// a two-thread program: one false report per Mutex). Same use, `Mutex(value)` and
-/// `withLock { }`, over a pthread mutex that TSan understands. A declaration shadows the
-/// imported `Mutex` only in its own module; `CairnEngine` has a typealias to this one.
-package final class Mutex<Value>: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private var value: Value
-
-    package init(_ value: Value) {
-        self.value = value
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
-    }
-}
+/// Only in ThreadSanitizer builds: `Synchronization.Mutex` is invisible to TSan on Linux, so
+/// this module uses the pthread-based one from `CairnSync` (a module-level name shadows both
+/// imports).
+typealias Mutex<Value> = CairnSync.Mutex<Value>
 #endif

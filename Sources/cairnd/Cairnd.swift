@@ -47,14 +47,15 @@ struct ServerOptions: ParsableArguments {
 
     var configPath: String? { configOption ?? configFile }
 
-    /// The configuration: defaults, then the file, then flags.
+    /// The configuration: defaults, then the file, then flags, through the server's option
+    /// table (the engine's options and `ServerSettings`'s).
     func load() throws -> Configuration {
         var config = Configuration()
         if let path = configPath {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
                 throw ValidationError("cannot read config file \(path)")
             }
-            do { try ConfigFile.apply(text, to: &config) } catch {
+            do { try ConfigFile.apply(text, to: &config, table: .server) } catch {
                 throw ValidationError("\(path): \(error)")
             }
         }
@@ -76,7 +77,7 @@ struct ServerOptions: ParsableArguments {
             pairs.append((String(s[..<eq]), String(s[s.index(after: eq)...])))
         }
         for (name, value) in pairs {
-            guard let option = ConfigOption.named(name) else { throw ValidationError("unknown option '\(name)'") }
+            guard let option = ConfigTable.server.named(name) else { throw ValidationError("unknown option '\(name)'") }
             do { try option.apply(value, to: &config) } catch {
                 throw ValidationError("bad value '\(value)' for \(name): \(error.reason)")
             }
@@ -141,7 +142,7 @@ struct Serve: ParsableCommand {
         do {
             try server.start()
         } catch {
-            logger.critical("cannot listen on \(config.bind):\(config.port): \(error)")
+            logger.critical("cannot listen on \(config.server.bind):\(config.server.port): \(error)")
             try? engine.close()
             throw ExitCode(1)
         }

@@ -14,12 +14,10 @@ import Testing
         ("proto-max-bulk-len", "1kb", "argument must be between 1048576 and 9223372036854775807 inclusive"),
         ("proto-max-bulk-len", "lots", "argument must be a memory value"),
         ("client-query-buffer-limit", "0", "argument must be between 1048576 and 9223372036854775807 inclusive"),
-        ("maxclients", "0", "argument must be between 1 and 4294967295 inclusive"),
         ("max-args", "2", "argument must be between 10 and 9223372036854775807 inclusive"),
         ("timeout", "x", "argument couldn't be parsed into an integer"),
         ("appendfsync", "sometimes", "argument(s) must be one of the following: always, everysec, no"),
         ("compression", "rar", "argument(s) must be one of the following: no, snappy, zlib, lz4, zstd, bz2"),
-        ("port", "70000", "argument must be between 0 and 65535 inclusive"),
     ]
 
     @Test(arguments: refused)

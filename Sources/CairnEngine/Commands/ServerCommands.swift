@@ -83,7 +83,7 @@ enum ConfigCommands {
             let config = call.engine.configuration
             var pairs: [(String, String)] = []
             var seen = Set<String>()
-            let everything = ConfigOption.all.map { ($0.name, $0.value(in: config)) } + ConfigOption.fixed
+            let everything = call.engine.configTable.options.map { ($0.name, $0.value(in: config)) } + ConfigOption.fixed
             for i in 2..<call.count {
                 let pattern = Array(call.text(i).lowercased().utf8)
                 for (name, value) in everything where Glob.matches(pattern, Array(name.utf8)) && seen.insert(name).inserted {
@@ -102,9 +102,10 @@ enum ConfigCommands {
             call, out throws(CommandError) in
             guard call.count % 2 == 0 else { throw .arity(call.name) }
             var changes: [(ConfigOption, String)] = []
+            let table = call.engine.configTable
             for i in stride(from: 2, to: call.count, by: 2) {
                 let name = call.text(i)
-                guard let option = ConfigOption.named(name) else {
+                guard let option = table.named(name) else {
                     throw CommandError("ERR", "Unknown option or number of arguments for CONFIG SET - '\(name)'")
                 }
                 guard option.mutable else {
@@ -131,7 +132,7 @@ enum ConfigCommands {
             var effective = call.engine.configuration
             // The users as they are now (ACL SETUSER...), unless an ACL file holds them.
             if effective.aclfile.isEmpty { effective.users = call.engine.guardrails.accessControl.sorted }
-            let text = ConfigFile.render(effective)
+            let text = ConfigFile.render(effective, table: call.engine.configTable)
             guard writeFileAtomically(path, text) else {
                 throw CommandError("ERR", "Rewriting config file: \(String(cString: strerror(errno)))")
             }
