@@ -166,7 +166,7 @@ extension Engine {
         guard case .admitted(let command) = screen(argv, session: session) else { return .alone }
         // Its keys are claimed by a big write committing in pieces on the long queue: queued
         // behind it there, the request waits without holding up the worker.
-        if locks.isClaimed(command.keys(in: argv), in: session.family) { return .long }
+        if locks.hasClaims && locks.isClaimed(command.keys(in: argv), in: session.family) { return .long }
         if let rule = command.grouping, let kind = rule(argv, session) { return .grouped(kind) }
         return command.flags.contains(.long) ? .long : .alone
     }
