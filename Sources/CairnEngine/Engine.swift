@@ -105,6 +105,13 @@ public final class Engine: @unchecked Sendable {
         finishPendingWrites()
     }
 
+    /// Readies the calling thread to serve requests: RocksDB's per-thread performance counters,
+    /// which nothing reads, are turned off (`PerfCounters`). The workers' threads come from
+    /// Dispatch's pool, so each round calls this; it is one thread-local store.
+    public static func prepareThread() {
+        PerfCounters.disableOnThisThread()
+    }
+
     /// The RocksDB options the server opens its database with (also used by `cairn-bench-rocks`).
     package static func databaseOptions(_ c: Configuration) -> DatabaseOptions {
         var o = DatabaseOptions()

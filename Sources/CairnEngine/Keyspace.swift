@@ -18,7 +18,7 @@ struct StoredEntry {
 final class Transaction {
     var batch = WriteBatch()
     /// Per family name, per key: the stored bytes (header included) or nil when deleted.
-    var overlay: [String: [[UInt8]: [UInt8]?]] = [:]
+    var overlay: [String: [ByteKey: [UInt8]?]] = [:]
     /// Families FLUSHDB'd inside this transaction: keys not in the overlay read as missing.
     var cleared: Set<String> = []
     /// Ranges `[lower, end)` DELRANGE'd inside this transaction, per family: keys in them not
@@ -33,7 +33,7 @@ final class Transaction {
     /// What this transaction staged for `key`: `.some(bytes)`, `.some(nil)` when it deleted
     /// the key (directly, by FLUSHDB or by DELRANGE), or nil when the database decides.
     func staged(_ key: [UInt8], in family: String) -> [UInt8]?? {
-        if let value = overlay[family]?[key] { return value }
+        if let value = overlay[family]?[ByteKey(key)] { return value }
         if cleared.contains(family) { return .some(nil) }
         for r in deletedRanges[family] ?? [] where !key.lexicographicallyPrecedes(r.lower) && key.lexicographicallyPrecedes(r.end) {
             return .some(nil)
@@ -47,7 +47,7 @@ final class Transaction {
         changedUnknownKeys = true
         deletedRanges[family.name, default: []].append((lower, end))
         if var staged = overlay[family.name] {
-            for key in staged.keys where !key.lexicographicallyPrecedes(lower) && key.lexicographicallyPrecedes(end) {
+            for key in staged.keys where !key.bytes.lexicographicallyPrecedes(lower) && key.bytes.lexicographicallyPrecedes(end) {
                 staged[key] = .some(nil)
             }
             overlay[family.name] = staged
@@ -57,7 +57,7 @@ final class Transaction {
     /// Just past the largest key this transaction wrote in `family` (nil when none): an
     /// unbounded DELRANGE inside EXEC must cover keys only the batch holds.
     func endPastStagedKeys(in family: String) -> [UInt8]? {
-        overlay[family]?.compactMap { $0.value == nil ? nil : $0.key }.max { $0.lexicographicallyPrecedes($1) }.map { $0 + [0] }
+        overlay[family]?.compactMap { $0.value == nil ? nil : $0.key.bytes }.max { $0.lexicographicallyPrecedes($1) }.map { $0 + [0] }
     }
 }
 
@@ -209,7 +209,7 @@ extension Call {
         if let expiresAt { engine.expirySweep.noteExpiringWrite(expiresAt: expiresAt) }
         if let tx = session.transaction {
             tx.batch.put(key, stored, in: family.handle)
-            tx.overlay[family.name, default: [:]][key] = .some(stored)
+            tx.overlay[family.name, default: [:]][ByteKey(key)] = .some(stored)
             tx.changedStripes.insert(engine.locks.stripe(for: key, in: family))
             return
         }
@@ -222,7 +222,7 @@ extension Call {
     func remove(_ key: [UInt8]) throws(CommandError) {
         if let tx = session.transaction {
             tx.batch.delete(key, in: family.handle)
-            tx.overlay[family.name, default: [:]][key] = .some(nil)
+            tx.overlay[family.name, default: [:]][ByteKey(key)] = .some(nil)
             tx.changedStripes.insert(engine.locks.stripe(for: key, in: family))
             return
         }

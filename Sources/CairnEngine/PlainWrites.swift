@@ -158,6 +158,12 @@ extension Engine {
     private struct FamilyKey: Hashable {
         let family: ObjectIdentifier
         let key: [UInt8]
+
+        // The key's bytes in one call (see `ByteKey`).
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(family)
+            key.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
     }
 
     /// A counter's value as the batch sees it: its payload (nil when missing) and expiry.
@@ -171,7 +177,7 @@ extension Engine {
     /// One write batch of `groups`, or why it failed.
     private func write(_ groups: [PlainWrites]) -> Result<[[PlainReply]], CommandError> {
         var lockKeys: [(key: [UInt8], family: Family)] = []
-        var counters: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)] = [:]
+        var counters: [ObjectIdentifier: (family: Family, keys: Set<ByteKey>)] = [:]
         for g in groups {
             let family = g.session.family
             for r in g.requests {
@@ -180,7 +186,7 @@ extension Engine {
                     for i in stride(from: 1, to: r.count - 1, by: 2) { lockKeys.append((r[i], family)) }
                 case .increment(let key, _):
                     lockKeys.append((key, family))
-                    counters[ObjectIdentifier(family), default: (family, [])].keys.insert(key)
+                    counters[ObjectIdentifier(family), default: (family, [])].keys.insert(ByteKey(key))
                 }
             }
         }
@@ -243,26 +249,26 @@ extension Engine {
         var versions: [FamilyKey: UInt64] = [:]
     }
 
-    private func readCountersEarly(_ counters: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)]) throws(CommandError) -> EarlyCounters {
+    private func readCountersEarly(_ counters: [ObjectIdentifier: (family: Family, keys: Set<ByteKey>)]) throws(CommandError) -> EarlyCounters {
         guard !counters.isEmpty else { return EarlyCounters() }
         var early = EarlyCounters()
         // Versions first: a write that lands after them moves them (it moves its stripe after
         // it landed), so an unchanged version under the lock means the value read is current.
         for (id, c) in counters {
-            for key in c.keys { early.versions[FamilyKey(family: id, key: key)] = locks.unlockedVersion(ofStripe: locks.stripe(for: key, in: c.family)) }
+            for key in c.keys { early.versions[FamilyKey(family: id, key: key.bytes)] = locks.unlockedVersion(ofStripe: locks.stripe(for: key.bytes, in: c.family)) }
         }
         early.current = try readCounters(counters)
         return early
     }
 
     /// Under the locks: the early values whose stripes did not move, the others read again.
-    private func recheck(_ early: EarlyCounters, _ counters: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)]) throws(CommandError) -> [FamilyKey: Current] {
+    private func recheck(_ early: EarlyCounters, _ counters: [ObjectIdentifier: (family: Family, keys: Set<ByteKey>)]) throws(CommandError) -> [FamilyKey: Current] {
         var current = early.current
-        var stale: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)] = [:]
+        var stale: [ObjectIdentifier: (family: Family, keys: Set<ByteKey>)] = [:]
         for (id, c) in counters {
             for key in c.keys {
-                let slot = FamilyKey(family: id, key: key)
-                if locks.heldVersion(locks.stripe(for: key, in: c.family)) != early.versions[slot] {
+                let slot = FamilyKey(family: id, key: key.bytes)
+                if locks.heldVersion(locks.stripe(for: key.bytes, in: c.family)) != early.versions[slot] {
                     stale[id, default: (c.family, [])].keys.insert(key)
                 }
             }
@@ -273,11 +279,11 @@ extension Engine {
 
     /// The live values of the counters the batch increments, one MultiGet per family. Expired
     /// values read as missing (and lose their expiry), as INCR alone treats them.
-    private func readCounters(_ counters: [ObjectIdentifier: (family: Family, keys: Set<[UInt8]>)]) throws(CommandError) -> [FamilyKey: Current] {
+    private func readCounters(_ counters: [ObjectIdentifier: (family: Family, keys: Set<ByteKey>)]) throws(CommandError) -> [FamilyKey: Current] {
         var current: [FamilyKey: Current] = [:]
         let now = Clock.milliseconds()
         for (id, c) in counters {
-            let keys = Array(c.keys)
+            let keys = c.keys.map(\.bytes)
             let values = try storage("counter read") {
                 try database.withValues(forKeys: keys, in: c.family.handle) { values in
                     values.map { raw -> Current in

@@ -1,3 +1,4 @@
+import CairnEngine
 import CEpoll
 import Dispatch
 #if canImport(Glibc)
@@ -59,6 +60,7 @@ final class Poller: @unchecked Sendable {
     /// last round are served by a block queued behind whatever else waits on the queue, so
     /// nothing depends on Dispatch reporting the epoll descriptor again.
     private func drain() {
+        Engine.prepareThread()
         for _ in 0..<Poller.roundsPerWakeUp {
             guard !cancelled else { return }
             let n = Int(cairn_epoll_wait(epollFD, readyFDs.baseAddress, readyEvents.baseAddress, 0))

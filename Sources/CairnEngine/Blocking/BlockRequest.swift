@@ -124,7 +124,7 @@ extension Engine {
     func wakeBlocked(after tx: Transaction) {
         guard blocking.count > 0 else { return }
         for (familyName, staged) in tx.overlay where familyName != Engine.membersFamilyName {
-            blocking.signal(family: familyName, keys: staged.compactMap { $0.value == nil ? nil : $0.key })
+            blocking.signal(family: familyName, keys: staged.compactMap { $0.value == nil ? nil : $0.key.bytes })
         }
     }
 }

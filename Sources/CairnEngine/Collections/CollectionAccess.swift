@@ -115,12 +115,12 @@ extension Call {
         let lowerKey = prefix + (lower ?? [])
         let upperKey = upper.map { prefix + $0 } ?? Call.prefixEnd(prefix)
         if let tx = session.transaction, let staged = tx.overlay[Engine.membersFamilyName],
-           staged.keys.contains(where: { $0.starts(with: prefix) }) {
+           staged.keys.contains(where: { $0.bytes.starts(with: prefix) }) {
             // Few entries change inside one EXEC: read the range, then lay the staged ones over it.
             var merged: [[UInt8]: [UInt8]] = [:]
             try scanStored(lowerKey, upperKey, reverse: false) { k, v in merged[k] = v; return true }
-            for (k, v) in staged where !k.lexicographicallyPrecedes(lowerKey) && (upperKey.map { k.lexicographicallyPrecedes($0) } ?? true) {
-                merged[k] = v
+            for (key, v) in staged where !key.bytes.lexicographicallyPrecedes(lowerKey) && (upperKey.map { key.bytes.lexicographicallyPrecedes($0) } ?? true) {
+                merged[key.bytes] = v
             }
             var ordered = merged.keys.sorted { $0.lexicographicallyPrecedes($1) }
             if reverse { ordered.reverse() }
@@ -171,15 +171,15 @@ extension Call {
             for c in changes {
                 for (k, v) in c.puts {
                     tx.batch.put(k, v, in: members)
-                    tx.overlay[Engine.membersFamilyName, default: [:]][k] = .some(v)
+                    tx.overlay[Engine.membersFamilyName, default: [:]][ByteKey(k)] = .some(v)
                 }
                 for k in c.deletes {
                     tx.batch.delete(k, in: members)
-                    tx.overlay[Engine.membersFamilyName, default: [:]][k] = .some(nil)
+                    tx.overlay[Engine.membersFamilyName, default: [:]][ByteKey(k)] = .some(nil)
                 }
                 let stored: [UInt8]? = c.meta.size == 0 ? nil : c.meta.stored
                 if let stored { tx.batch.put(c.key, stored, in: family.handle) } else { tx.batch.delete(c.key, in: family.handle) }
-                tx.overlay[family.name, default: [:]][c.key] = .some(stored)
+                tx.overlay[family.name, default: [:]][ByteKey(c.key)] = .some(stored)
                 tx.changedStripes.insert(engine.locks.stripe(for: c.key, in: family))
             }
             return

@@ -89,7 +89,7 @@ enum FamilyCommands {
                 let merged = operand.withUnsafeBytes { raw in
                     kind.apply(current?.payload, UnsafeRawBufferPointer(rebasing: raw[1...]))
                 }
-                tx.overlay[call.family.name, default: [:]][call[1]] = .some(ValueFormat.encode(merged, expiresAt: current?.expiresAt))
+                tx.overlay[call.family.name, default: [:]][ByteKey(call[1])] = .some(ValueFormat.encode(merged, expiresAt: current?.expiresAt))
                 tx.changedStripes.insert(call.engine.locks.stripe(for: call[1], in: call.family))
             } else {
                 let handle = call.family.handle

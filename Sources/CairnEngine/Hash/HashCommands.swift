@@ -164,15 +164,15 @@ enum HashCommands {
         guard call.count % 2 == 0 else { throw .arity(call.name) }
         return try call.locked(call[1]) { () throws(CommandError) -> Int in
             var change = try call.change(call[1], .hash)
-            var latest: [[UInt8]: [UInt8]] = [:]  // a field given twice: the last value wins
+            var latest: [ByteKey: [UInt8]] = [:]  // a field given twice: the last value wins
             var order: [[UInt8]] = []
             for i in stride(from: 2, to: call.count, by: 2) {
-                if latest.updateValue(call[i + 1], forKey: call[i]) == nil { order.append(call[i]) }
+                if latest.updateValue(call[i + 1], forKey: ByteKey(call[i])) == nil { order.append(call[i]) }
             }
             let present = change.existed ? try call.members(change.meta, of: call[1], .member, order) : Array(repeating: nil, count: order.count)
             var created = 0
             for (field, old) in zip(order, present) {
-                change.put(.member, field, latest[field]!)
+                change.put(.member, field, latest[ByteKey(field)]!)
                 if old == nil { created += 1 }
             }
             change.meta.size += UInt64(created)
