@@ -12,9 +12,14 @@ and splits each run's instructions (all threads, self cost) by layer:
                  and standard-library code specialized into cairnd ($ss..., $sSa..., ...)
   libc/other     libc (malloc, memcpy), ld.so (TLS lookups), libstdc++, Lua, swift-log, ...
 
+Before each measured run it waits for INFO's background key count to catch up (its walk of every
+key would otherwise land in the run), and it reports what background work (RocksDB flushes and
+compactions, the key count, the expiry sweep) still ran inside each run.
+
 callgrind does not see the kernel, so a second run of the same binary without valgrind counts
 system calls per request with `perf stat -e raw_syscalls:sys_enter -p PID` (or `strace -c -f`
-where perf cannot), and the kernel's share of cairnd's CPU time (from /proc, indicative only).
+where perf cannot; strace slows each call, so more clients are ready per wake-up and it counts
+fewer wake-ups), and the kernel's share of cairnd's CPU time (from /proc, indicative only).
 
 Valgrind 3.19 (Debian 12) cannot read the DWARF 5 units of a Swift build and stops, so the
 binary is copied with its .debug_* sections removed (`objcopy --strip-debug`: the symbol table
