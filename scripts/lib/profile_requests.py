@@ -398,6 +398,8 @@ def perf_works():
 def count_syscalls(pid, run, workdir, use_perf):
     """Runs `run()` while counting cairnd's system calls; returns ({name: count}, total)."""
     out = os.path.join(workdir, "syscalls.txt")
+    if os.path.exists(out):
+        os.remove(out)
     if use_perf:
         events = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{s}" for s in SYSCALLS]
         counter = subprocess.Popen(["perf", "stat", "-x,", "-o", out, "-e", ",".join(events), "-p", str(pid)],
@@ -409,6 +411,8 @@ def count_syscalls(pid, run, workdir, use_perf):
     counter.send_signal(2)
     counter.wait()
     counts, total = {}, 0
+    if not os.path.exists(out):  # the counter could not attach (no permission to trace)
+        return counts, total
     for line in open(out):
         if use_perf:
             fields = line.strip().split(",")
@@ -444,6 +448,8 @@ def kernel_runs(args, workdir):
             u0, s0 = cpu_ticks(process.pid)
             counts, total = count_syscalls(process.pid, lambda: benchmark(port, test, pipeline, native), workdir, use_perf)
             u1, s1 = cpu_ticks(process.pid)
+            if total == 0:
+                continue
             named = sum(counts.values())
             if total > named:
                 counts["other"] = total - named
@@ -454,6 +460,9 @@ def kernel_runs(args, workdir):
                 "kernel_cpu_share": (s1 - s0) / cpu if cpu else 0.0}
     finally:
         stop(process)
+    if not results:
+        print("system calls could not be counted (perf and strace could not attach)", file=sys.stderr)
+        return {}, None
     return results, "perf stat" if use_perf else "strace -c -f"
 
 
