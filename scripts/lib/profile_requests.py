@@ -233,22 +233,34 @@ def dict_args(args, **changes):
     return copy
 
 
-LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)\s+\[(.+)\]\s*$")
+LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*?)(?:\s+\[(.+)\])?\s*$")
 
 
 def self_costs(dump):
-    """[(instructions, function, object)] from `callgrind_annotate --inclusive=no`, every function."""
-    text = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", dump],
+    """([(instructions, function, object)], program total) from `callgrind_annotate
+    --inclusive=no`, every function; the total tells whether every line was read."""
+    text = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", "--auto=no", dump],
                           capture_output=True, text=True, check=True).stdout
-    rows = []
+    rows, program_total = [], 0
     for line in text.splitlines():
+        if "PROGRAM TOTALS" in line:
+            program_total = int(line.split()[0].replace(",", ""))
+            continue
         m = LINE.match(line)
-        if m and "PROGRAM TOTALS" not in line:
+        if m:
             location = m.group(2)
             # file:function; the file part never holds a colon, C++ functions do.
             function = location.split(":", 1)[1] if ":" in location else location
             rows.append((int(m.group(1).replace(",", "")), function.strip(), m.group(3)))
-    return rows
+    # A function's lines from a second source file (glibc's inlined headers) come without the
+    # object; it is the one the same function has elsewhere in the listing.
+    objects = {function: obj for _, function, obj in rows if obj}
+    rows = [(cost, function, obj or objects.get(function, "???")) for cost, function, obj in rows]
+    read = sum(cost for cost, _, _ in rows)
+    if abs(read - program_total) > program_total / 1000:
+        print(f"warning: {dump}: functions add up to {read:,}, callgrind's total is {program_total:,}",
+              file=sys.stderr)
+    return rows, program_total
 
 
 def call_arcs(dump):
@@ -357,7 +369,8 @@ def background(rows, arcs):
     return total + sum(cost for (fn, _, _, _), cost in arcs.items() if BACKGROUND.search(fn or ""))
 
 
-def summarize(rows, arcs, requests, cairnd_path):
+def summarize(costs, arcs, requests, cairnd_path):
+    rows, program_total = costs
     layers = {layer: 0 for layer in LAYERS}
     parts = {}
     total = 0
@@ -367,7 +380,7 @@ def summarize(rows, arcs, requests, cairnd_path):
         parts[(layer, part)] = parts.get((layer, part), 0) + cost
         total += cost
     top = sorted(rows, reverse=True)[:50]
-    return {"instructions": total / requests,
+    return {"instructions": total / requests, "program_total": program_total / requests,
             "layers": {k: v / requests for k, v in layers.items()},
             "libc_other_called_from": {k: v / requests for k, v in on_behalf(arcs, cairnd_path).items()},
             "background": background(rows, arcs) / requests,
