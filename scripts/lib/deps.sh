@@ -20,9 +20,9 @@ cairn_install_build_deps() {
     cairn_apt_install librocksdb-dev libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev libedit-dev liblua5.1-0-dev lua-cjson-dev lua-bitop-dev
 }
 
-# What the integration tests drive besides cairnd (scripts/test).
+# What the integration tests drive besides cairnd (scripts/test); valgrind for scripts/profile's smoke check.
 cairn_install_test_deps() {
-    cairn_apt_install redis-server redis-sentinel redis-tools openssl iproute2 netcat-openbsd tmux prometheus-redis-exporter
+    cairn_apt_install redis-server redis-sentinel redis-tools openssl iproute2 netcat-openbsd tmux prometheus-redis-exporter valgrind
 }
 
 # The Python packages the integration tests import: redis-py and pytest, and pytest-timeout for
