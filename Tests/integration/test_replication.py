@@ -23,7 +23,9 @@ def free_port():
     return port
 
 
-def wait_until(condition, timeout=30, what="condition"):
+def wait_until(condition, timeout=30, what="condition", explain=None):
+    """Polls `condition`; on timeout fails with `what` and, when given, `explain()`: the state
+    that says why (e.g. `replication_report` of the servers involved)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
@@ -32,7 +34,13 @@ def wait_until(condition, timeout=30, what="condition"):
         except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
             pass
         time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    message = f"timed out waiting for {what} ({timeout} s)"
+    if explain:
+        try:
+            message += "\n" + explain()
+        except Exception as error:  # the report must not hide the timeout
+            message += f"\n(no report: {error!r})"
+    raise AssertionError(message)
 
 
 def info(server, section="replication"):
@@ -47,6 +55,41 @@ def caught_up(primary, *replicas):
     """All replicas linked and at the primary's offset (with no writes in flight)."""
     target = offset(primary)
     return all(info(r).get("master_link_status") == "up" and offset(r) == target for r in replicas)
+
+
+REPORTED_FIELDS = ("role", "master_port", "master_link_status", "master_last_io_seconds_ago",
+                   "master_sync_in_progress", "master_link_down_since_seconds", "master_last_sync_error",
+                   "master_repl_offset", "master_replid", "master_replid2", "second_repl_offset",
+                   "master_failover_state", "connected_slaves")
+
+
+def replication_report(**named):
+    """Each server's replication state (INFO replication's links, ids and offsets, its replicas'
+    slaveN lines, the sync counters) and the end of its log: a timed-out wait explains itself."""
+    lines = []
+    for name, server in named.items():
+        try:
+            client = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
+            replication = client.info("replication")
+            stats = client.info("stats")
+            fields = [f"{k}={replication[k]}" for k in REPORTED_FIELDS if k in replication]
+            fields += [f"{k}={stats.get(k)}" for k in ("sync_full", "sync_partial_ok", "sync_partial_err")]
+            lines.append(f"{name} (port {server.port}): " + " ".join(fields))
+            for key in sorted(k for k in replication if k.startswith("slave") and k[5:].isdigit()):
+                value = replication[key]
+                if isinstance(value, dict):
+                    value = ",".join(f"{k}={v}" for k, v in value.items())
+                lines.append(f"  {key}: {value}")
+        except redis.RedisError as error:
+            lines.append(f"{name} (port {server.port}): no INFO ({error!r})")
+    for name, server in named.items():
+        log = os.path.join(server.directory, "cairnd.log")
+        if os.path.exists(log):
+            with open(log, "rb") as f:
+                tail = f.read().decode(errors="replace").splitlines()[-25:]
+            lines.append(f"--- {name}'s log, last lines:")
+            lines += ["  " + line for line in tail]
+    return "\n".join(lines)
 
 
 def digest(server):
@@ -276,7 +319,8 @@ def test_a_promoted_replica_lets_the_others_continue_partially(servers):
     a.client().set("promoted", 1)
     follow(b, a)
     assert primary.client().execute_command("REPLICAOF", "127.0.0.1", a.port) == b"OK Already connected to specified master"
-    wait_until(lambda: caught_up(a, b, primary))
+    wait_until(lambda: caught_up(a, b, primary), what="the others to catch up with the promoted replica",
+               explain=lambda: replication_report(promoted=a, other=b, old_primary=primary))
     stats = a.client().info("stats")
     assert stats["sync_partial_ok"] == 2 and stats["sync_full"] == 0, stats
     assert digest(b) == digest(a) == digest(primary)
