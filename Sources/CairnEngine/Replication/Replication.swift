@@ -121,6 +121,12 @@ public final class Replication: Sendable {
     public var replicationID: String { state.withLock { $0.id } }
     /// Held while a batch is applied; true once the server stops (no batch is applied after).
     let applyGate = Mutex<Bool>(false)
+    /// Held while a link to a primary changes the database (applies a batch, swaps in a full
+    /// sync's copy) after checking that its generation is current, and while REPLICAOF changes
+    /// the generation: a link whose generation ended (a new primary, or a promotion) never
+    /// writes after the change, though its thread may take a while to notice and end.
+    /// Taken before `applyGate`, and inside a clients' pause, never around one.
+    let linkGate = Mutex<Void>(())
     private let stopped = Atomic<Bool>(false)
 
     public var isStopped: Bool { stopped.load(ordering: .relaxed) }
