@@ -361,6 +361,25 @@ def test_hand_overs_back_and_forth_while_the_other_replica_reconnects(servers):
     assert full_syncs() == initial, report()
 
 
+def test_replicas_that_connect_at_once_to_a_new_primary_all_sync(servers):
+    """A primary's first replica makes it reopen its database keeping the WAL, which pauses its
+    clients. Replicas that connect at the same moment each asked for that pause, and two pauses
+    at once held the primary forever."""
+    replicas = [servers() for _ in range(3)]
+    for round in range(3):
+        primary = servers()
+        primary.client().set("round", round)
+        threads = [threading.Thread(target=follow, args=(r, primary)) for r in replicas]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        report = lambda: replication_report(primary=primary, **{f"replica{i}": r for i, r in enumerate(replicas)})
+        wait_until(lambda: caught_up(primary, *replicas), timeout=20, what=f"round {round}: the replicas to sync",
+                   explain=report)
+        assert all(r.client().get("round") == str(round).encode() for r in replicas)
+
+
 class FakePrimary(threading.Thread):
     """Answers a replica's handshake and holds its PSYNC until `release(sequence)`, then sends
     `+CONTINUE` and one BATCH frame (a put of `stale`) at that sequence."""

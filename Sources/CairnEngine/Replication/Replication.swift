@@ -220,6 +220,8 @@ public final class Replication: Sendable {
         guard !engine.walKept.load(ordering: .relaxed), let hooks = engine.hooks else { return }
         engine.logger.notice("a replica connected: reopening the database to keep its WAL for replicas (repl-backlog-ttl \(engine.configuration.replBacklogTTL) s, repl-backlog-size \(engine.configuration.replBacklogSize >> 20) MB)")
         hooks.withClientsPaused { sessions in
+            // Another replica's feeder may have reopened it while this one waited for the pause.
+            guard !engine.walKept.load(ordering: .relaxed) else { return }
             _ = engine.reopenForWriting(sessions: sessions, why: "keeping the WAL for replicas")
         }
     }
