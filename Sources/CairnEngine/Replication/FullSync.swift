@@ -30,10 +30,15 @@ extension Replication {
         }
         let directory = engine.configuration.dir + "/" + Replication.checkpointPrefix + String(n)
         removeTree(directory)
-        // Under the feed lock: the database is not swapped or closed meanwhile.
+        // Under the feed lock: the database is not swapped or closed meanwhile. Under
+        // `familyChanges`: a CF.CREATE or CF.DROP is in it whole (the family and the record of
+        // its options in `cairn.meta`, two writes), else the replica could get a family without
+        // its record and open it with default options.
         try feedLock.withLock { (_: inout [ObjectIdentifier: WALFeed]) throws(CommandError) in
             guard !isStopped else { throw CommandError("ERR", "the server is stopping") }
-            try engine.storage("checkpoint for a replica") { try engine.database.checkpoint(to: directory) }
+            try engine.storage("checkpoint for a replica") {
+                try engine.familyChanges.withLock { _ in try engine.database.checkpoint(to: directory) }
+            }
         }
         var files: [SyncCheckpoint.File] = []
         do {
