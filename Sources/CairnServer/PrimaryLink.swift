@@ -46,7 +46,9 @@ final class PrimaryLink: @unchecked Sendable {
                 try follow(host: host, port: port)
             } catch where !current {
                 // REPLICAOF changed while this link worked: the new generation's link takes over.
-                logger.notice("replication link to \(host):\(port) ended: the replication target changed")
+                if !engine.replication.isStopped {
+                    logger.notice("replication link to \(host):\(port) ended: the replication target changed")
+                }
                 return
             } catch let error as FullSyncFailed {
                 // Each attempt copies the whole data set: back off, and say so every time.
