@@ -10,7 +10,9 @@ import Glibc
 /// (`masterauth`/`masteruser`), says its port, asks `PSYNC id offset`, receives a full sync's
 /// files or continues, then applies every batch in order (`Replication.apply`) and reports
 /// what it applied (`REPLCONF ACK`) after each burst and every second. A broken link is
-/// retried each second; one REPLICAOF later (a new generation) ends it.
+/// retried each second; one REPLICAOF later (a new generation) ends it. Everything it reports
+/// or writes names its generation, so a link that has not noticed yet that it ended changes
+/// nothing (`Replication.linkGate`).
 final class PrimaryLink: @unchecked Sendable {
     private let engine: Engine
     private let logger: Logger
@@ -42,6 +44,12 @@ final class PrimaryLink: @unchecked Sendable {
             var delaySeconds = 1
             do {
                 try follow(host: host, port: port)
+            } catch where !current {
+                // REPLICAOF changed while this link worked: the new generation's link takes over.
+                if !engine.replication.isStopped {
+                    logger.notice("replication link to \(host):\(port) ended: the replication target changed")
+                }
+                return
             } catch let error as FullSyncFailed {
                 // Each attempt copies the whole data set: back off, and say so every time.
                 fullSyncFailures += 1
@@ -53,8 +61,8 @@ final class PrimaryLink: @unchecked Sendable {
                 if text != lastError { logger.warning("replication link to \(host):\(port): \(text); retrying every second") }
                 lastError = text
             }
-            engine.replication.noteLink(up: false)
-            engine.replication.noteSync(inProgress: false)
+            engine.replication.noteLink(up: false, generation: generation)
+            engine.replication.noteSync(inProgress: false, generation: generation)
             for _ in 0..<(10 * delaySeconds) where current { usleep(100_000) }
         }
     }
@@ -83,6 +91,8 @@ final class PrimaryLink: @unchecked Sendable {
         }
         reply = try ask(["REPLCONF", "capa", "cairn-wal"])
         guard reply.hasPrefix("+") else { throw ReplicationSocket.Failure(description: "the primary refused REPLCONF capa: \(reply)") }
+        // An ended link asks for nothing (a full sync would make the old primary a checkpoint).
+        try checkCurrent()
         let next = engine.replicationOffset + 1
         reply = try ask(["PSYNC", engine.replication.psyncID(latest: next - 1), String(next)])
         let words = reply.split(separator: " ").map(String.init)
@@ -90,12 +100,13 @@ final class PrimaryLink: @unchecked Sendable {
         if words.first == "+FULLRESYNC", words.count >= 2 {
             try receiveFullSync(&socket, primaryID: words[1], host: host, port: port)
         } else if words.first == "+CONTINUE" {
-            engine.replication.continued(primaryID: words.count >= 2 ? words[1] : engine.replication.replicationID, dir: config.dir)
+            engine.replication.continued(primaryID: words.count >= 2 ? words[1] : engine.replication.replicationID, latest: next - 1,
+                                         dir: config.dir, generation: generation)
             logger.notice("replication link to \(host):\(port): partial sync from sequence \(next)")
         } else {
             throw ReplicationSocket.Failure(description: "the primary refused PSYNC: \(reply)")
         }
-        engine.replication.noteLink(up: true)
+        engine.replication.noteLink(up: true, generation: generation)
         // Short receive waits: a hand-over request is noticed within 100 ms.
         socket.makeBlocking(receiveTimeoutMilliseconds: 100, sendTimeoutSeconds: config.replTimeout)
         try apply(&socket, timeout: config.replTimeout)
@@ -103,7 +114,7 @@ final class PrimaryLink: @unchecked Sendable {
 
     private func receiveFullSync(_ socket: inout ReplicationSocket, primaryID: String, host: String, port: Int) throws {
         let started = Clock.milliseconds()
-        engine.replication.noteSync(inProgress: true)
+        engine.replication.noteSync(inProgress: true, generation: generation)
         var totalBytes = 0
         while true {
             guard let frame = try socket.nextFrame() else { try checkCurrent(); continue }
@@ -118,7 +129,7 @@ final class PrimaryLink: @unchecked Sendable {
         var failure: (any Error)? = nil
         let latest: UInt64
         do {
-            latest = try engine.replication.receiveFullSync(engine, primaryID: primaryID, totalBytes: totalBytes) { staging in
+            latest = try engine.replication.receiveFullSync(engine, primaryID: primaryID, totalBytes: totalBytes, generation: generation) { staging in
                 var file: Int32 = -1
                 var fileName = ""
                 defer { if file >= 0 { close(file) } }
@@ -145,7 +156,7 @@ final class PrimaryLink: @unchecked Sendable {
                             at += n
                         }
                         received += frame[2].count
-                        engine.replication.noteSync(inProgress: true, bytes: received)
+                        engine.replication.noteSync(inProgress: true, bytes: received, generation: generation)
                     }
                 } catch {
                     failure = error
@@ -153,13 +164,13 @@ final class PrimaryLink: @unchecked Sendable {
                 }
             }
         } catch {
-            engine.replication.noteSyncFailure("\(failure ?? error)")
+            engine.replication.noteSyncFailure("\(failure ?? error)", generation: generation)
             throw FullSyncFailed(description: "\(failure ?? error)")
         }
-        engine.replication.fullSyncDone()
+        engine.replication.fullSyncDone(generation: generation)
         fullSyncFailures = 0
-        engine.replication.noteSync(inProgress: false)
-        engine.replication.noteSyncFailure("")
+        engine.replication.noteSync(inProgress: false, generation: generation)
+        engine.replication.noteSyncFailure("", generation: generation)
         logger.notice("replication link to \(host):\(port): full sync done in \(Clock.milliseconds() - started) ms (\(received >> 20) MB), at sequence \(latest)")
         var out = RESPWriter(version: .v2, capacity: 64)
         ReplicationFrame.ack(latest, into: &out)
@@ -202,17 +213,19 @@ final class PrimaryLink: @unchecked Sendable {
             let frame = try socket.nextFrame(wait: !unacked)
             if let frame {
                 lastHeard = Clock.milliseconds()
-                engine.replication.noteIO()
+                engine.replication.noteIO(generation: generation)
                 switch ReplicationFrame.name(frame) {
                 case "BATCH":
                     guard frame.count == 3, let sequence = ReplicationFrame.number(frame[1]) else {
                         throw ReplicationSocket.Failure(description: "bad BATCH frame")
                     }
                     do {
-                        try engine.replication.apply(engine, sequence: sequence, data: frame[2])
+                        try engine.replication.apply(engine, sequence: sequence, data: frame[2], generation: generation)
+                    } catch .linkEnded {
+                        throw ReplicationSocket.Failure(description: "the replication target changed")
                     } catch {
                         logger.error("replication: \(error); the next sync will be a full one")
-                        engine.replication.requireFullSync()
+                        engine.replication.requireFullSync(generation: generation)
                         throw error
                     }
                     unacked = true

@@ -121,6 +121,25 @@ final class ReplicaFeeder: @unchecked Sendable {
         throw ReplicationSocket.Failure(description: "the replica did not report its copy switched in")
     }
 
+    /// After `TAKEOVER-READY`: the replica closes this link once it has applied everything and
+    /// is a primary. Following it only then, this server's PSYNC finds it promoted (one that
+    /// came earlier would reach a replica, and be cut when the promotion changes its id). A
+    /// replica that neither closes nor answers within 5 s is followed anyway.
+    private func awaitPromotion() {
+        let deadline = Clock.milliseconds() + 5000
+        while Clock.milliseconds() < deadline && !stopped.load(ordering: .relaxed) && !isStopping() {
+            do {
+                guard let frame = try socket.nextFrame() else { continue }
+                if frame.count == 3, ReplicationFrame.name(frame) == "REPLCONF", let seq = ReplicationFrame.number(frame[2]) {
+                    engine.replication.acked(record.id, seq)
+                }
+            } catch {
+                return  // closed: the replica is a primary now
+            }
+        }
+        logger.warning("\(name) did not close its link within 5 s of the hand-over; following it anyway")
+    }
+
     private func stream(from: UInt64, generation: Int, timeout: Int) throws {
         let feed = WALFeed(engine: engine, from: from)
         defer { feed.close() }
@@ -137,6 +156,7 @@ final class ReplicaFeeder: @unchecked Sendable {
                 ReplicationFrame.takeoverReady(target, into: &out)
                 try socket.send(out.bytes)
                 handOverTarget = nil
+                awaitPromotion()
                 engine.replication.handedOver(engine, host: replicaHost, port: handOff.listeningPort)
                 return
             }

@@ -41,6 +41,8 @@ public final class Server: ServerHooks, @unchecked Sendable {
     private let longQueue = DispatchQueue(label: "cairn.long", qos: .userInitiated)
     private let nextWorker = Atomic<Int>(0)
     private let shuttingDown = Atomic<Bool>(false)
+    /// Held by `withClientsPaused` for the whole pause.
+    private let pausing = Mutex<Void>(())
     private let onShutdown: @Sendable (Int32) -> Void
     /// The port actually bound (differs from the configuration when it asked for port 0).
     public private(set) var port = 0
@@ -290,7 +292,13 @@ public final class Server: ServerHooks, @unchecked Sendable {
     /// commit syncer each run a block that waits, so no command or background job touches the
     /// database while `body` swaps it. Requests that arrive meanwhile wait in their sockets.
     /// Must not be called from one of those queues (deferred work runs on a global queue).
+    /// One pause at a time: two callers (two replicas' first connections, a full sync and a
+    /// restore) would each hold some queues while waiting for the others' forever.
     public func withClientsPaused(_ body: ([Session]) -> Void) {
+        pausing.withLock { _ in pauseClients(body) }
+    }
+
+    private func pauseClients(_ body: ([Session]) -> Void) {
         let queues = workers.map(\.queue) + [walQueue, sweepQueue, longQueue, groupCommit.queue]
         let entered = DispatchGroup()
         let resume = DispatchSemaphore(value: 0)

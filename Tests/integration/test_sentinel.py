@@ -18,7 +18,7 @@ import redis
 from redis.sentinel import Sentinel
 
 from conftest import Cairnd
-from test_replication import caught_up, digest, free_port, info, wait_until
+from test_replication import caught_up, digest, free_port, info, replication_report, wait_until
 
 SENTINEL = shutil.which("redis-sentinel")
 pytestmark = pytest.mark.skipif(SENTINEL is None, reason="redis-sentinel is not installed (apt package redis-sentinel)")
@@ -145,16 +145,21 @@ def test_sentinel_fails_over_a_killed_primary_and_loses_no_acknowledged_write(cl
     writer.stop()
     assert info(new.server)["role"] == "master"
     # The other replica follows the new primary; the old one rejoins as a replica once restarted.
+    report = lambda: replication_report(new_primary=new.server, other=other.server, old_primary=primary.server)
     wait_until(lambda: info(other.server).get("master_port") == new.port and info(other.server)["master_link_status"] == "up",
-               timeout=30, what="the other replica to follow the new primary")
+               timeout=30, what="the other replica to follow the new primary", explain=report)
     primary.server.start()
+    restarted_at = time.time()
+    # Sentinel converts a restarted old primary only once it has reported its role for 8 s
+    # (SENTINEL_PUBLISH_PERIOD * 4): about 11 s here, on a loaded machine too.
     wait_until(lambda: info(primary.server).get("master_port") == new.port and info(primary.server)["master_link_status"] == "up",
-               timeout=40, what="the old primary to rejoin as a replica")
+               timeout=40, what="the old primary to rejoin as a replica", explain=report)
+    print(f"the old primary rejoined {time.time() - restarted_at:.1f} s after its restart")
     # Every write WAIT 1 acknowledged before the kill is on the new primary.
     r = new.client()
     missing = [i for i in writer.acked if r.get(f"w:{i}") != str(i).encode()]
     assert not missing, f"{len(missing)} acknowledged writes lost: {missing[:10]}"
-    wait_until(lambda: caught_up(new.server, other.server, primary.server), timeout=30)
+    wait_until(lambda: caught_up(new.server, other.server, primary.server), timeout=30, explain=report)
     assert digest(other.server) == digest(new.server) == digest(primary.server)
     # Sentinel's CONFIG REWRITE recorded the roles in the config files.
     assert f'replicaof "127.0.0.1 {new.port}"' in open(other.config).read()
@@ -174,7 +179,8 @@ def test_a_graceful_sentinel_failover_loses_no_acknowledged_write(cluster):
     wait_until(lambda: len(writer.ok) > count + 20, timeout=20, what="writes on the new primary")
     writer.stop()
     wait_until(lambda: info(primary.server).get("master_port") == new.port and info(primary.server)["master_link_status"] == "up",
-               timeout=40, what="the old primary to follow the new one")
+               timeout=40, what="the old primary to follow the new one",
+               explain=lambda: replication_report(new_primary=new.server, old_primary=primary.server))
     r = new.client()
     missing = [i for i in writer.ok if r.get(f"w:{i}") != str(i).encode()]
     assert not missing, f"{len(missing)} of {len(writer.ok)} acknowledged writes lost: {missing[:10]}"

@@ -27,21 +27,28 @@ extension Replication {
         /// Not the next batch: the histories differ.
         case outOfOrder(expected: UInt64, got: UInt64)
         case storage(String)
+        /// The link's generation ended (REPLICAOF changed): nothing was written.
+        case linkEnded
 
         public var description: String {
             switch self {
             case .outOfOrder(let expected, let got): "expected the batch at sequence \(expected), got one at \(got)"
             case .storage(let what): what
+            case .linkEnded: "the replication target changed"
             }
         }
     }
 
-    /// Writes one batch from the primary; false when it was applied before (skipped).
+    /// Writes one batch from the primary; false when it was applied before (skipped). With a
+    /// `generation` (a link's), only while that generation is current.
     @discardableResult
-    public func apply(_ engine: Engine, sequence: UInt64, data: [UInt8]) throws(ApplyError) -> Bool {
-        try applyGate.withLock { (closed: inout Bool) throws(ApplyError) -> Bool in
-            guard !closed else { throw .storage("the server is stopping") }
-            return try applyOne(engine, sequence: sequence, data: data)
+    public func apply(_ engine: Engine, sequence: UInt64, data: [UInt8], generation: Int? = nil) throws(ApplyError) -> Bool {
+        try linkGate.withLock { (_: inout Void) throws(ApplyError) -> Bool in
+            if let generation, generation != self.generation { throw .linkEnded }
+            return try applyGate.withLock { (closed: inout Bool) throws(ApplyError) -> Bool in
+                guard !closed else { throw .storage("the server is stopping") }
+                return try applyOne(engine, sequence: sequence, data: data)
+            }
         }
     }
 

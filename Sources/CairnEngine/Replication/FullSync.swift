@@ -30,10 +30,15 @@ extension Replication {
         }
         let directory = engine.configuration.dir + "/" + Replication.checkpointPrefix + String(n)
         removeTree(directory)
-        // Under the feed lock: the database is not swapped or closed meanwhile.
+        // Under the feed lock: the database is not swapped or closed meanwhile. Under
+        // `familyChanges`: a CF.CREATE or CF.DROP is in it whole (the family and the record of
+        // its options in `cairn.meta`, two writes), else the replica could get a family without
+        // its record and open it with default options.
         try feedLock.withLock { (_: inout [ObjectIdentifier: WALFeed]) throws(CommandError) in
             guard !isStopped else { throw CommandError("ERR", "the server is stopping") }
-            try engine.storage("checkpoint for a replica") { try engine.database.checkpoint(to: directory) }
+            try engine.storage("checkpoint for a replica") {
+                try engine.familyChanges.withLock { _ in try engine.database.checkpoint(to: directory) }
+            }
         }
         var files: [SyncCheckpoint.File] = []
         do {
@@ -63,9 +68,12 @@ extension Replication {
     }
 
     /// On a replica: stages the primary's copy, which `receive` writes into the directory it is
-    /// given (`totalBytes` of it), and swaps it in. Returns the copy's latest sequence number.
-    public func receiveFullSync(_ engine: Engine, primaryID: String, totalBytes: Int, receive: (String) throws -> Void) throws(SyncFailure) -> UInt64 {
+    /// given (`totalBytes` of it), and swaps it in, unless the link's `generation` ended
+    /// meanwhile (then the copy is dropped). Returns the copy's latest sequence number.
+    public func receiveFullSync(_ engine: Engine, primaryID: String, totalBytes: Int, generation: Int, receive: (String) throws -> Void) throws(SyncFailure) -> UInt64 {
         let dir = engine.configuration.dir
+        let ended = SyncFailure(description: "the replication target changed (the copy was dropped; the data is unchanged)")
+        guard self.generation == generation else { throw ended }
         let needed = UInt64(totalBytes) + UInt64(totalBytes) / 50 + (8 << 20)
         if let free = freeBytes(dir), free < needed {
             throw SyncFailure(description: "not enough free space on the data disk for the primary's copy: it needs about \(needed >> 20) MB and \(free >> 20) MB is free")
@@ -75,21 +83,31 @@ extension Replication {
         } catch {
             throw SyncFailure(description: "receiving the primary's copy failed (the data is unchanged): \(error)")
         }
-        var failure: CommandError? = nil
+        var failure: SyncFailure? = nil
         let body = { (sessions: [Session]) in
-            do throws(CommandError) {
-                try engine.reopen(swappingIn: "the primary's copy", sessions: sessions)
-            } catch {
-                failure = error
+            // The generation is checked and the copy swapped in under `linkGate`: a REPLICAOF
+            // that ended this link either came first (nothing is swapped) or waits for the swap.
+            self.linkGate.withLock { _ in
+                guard self.generation == generation else {
+                    RestoreJournal.abandon(dir)
+                    failure = ended
+                    return
+                }
+                do throws(CommandError) {
+                    try engine.reopen(swappingIn: "the primary's copy", sessions: sessions)
+                } catch {
+                    failure = SyncFailure(description: "switching in the primary's copy failed: \(error.message)")
+                    return
+                }
+                self.state.withLock { s in
+                    s.id = primaryID
+                    s.secondID = Replication.noID
+                    s.secondOffset = 0
+                }
             }
         }
         if let hooks = engine.hooks { hooks.withClientsPaused(body) } else { body([]) }
-        if let failure { throw SyncFailure(description: "switching in the primary's copy failed: \(failure.message)") }
-        state.withLock { s in
-            s.id = primaryID
-            s.secondID = Replication.noID
-            s.secondOffset = 0
-        }
+        if let failure { throw failure }
         save(dir: dir, cleanAt: nil)
         return engine.database.latestSequenceNumber
     }

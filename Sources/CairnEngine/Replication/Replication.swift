@@ -121,6 +121,12 @@ public final class Replication: Sendable {
     public var replicationID: String { state.withLock { $0.id } }
     /// Held while a batch is applied; true once the server stops (no batch is applied after).
     let applyGate = Mutex<Bool>(false)
+    /// Held while a link to a primary changes the database (applies a batch, swaps in a full
+    /// sync's copy) after checking that its generation is current, and while REPLICAOF changes
+    /// the generation: a link whose generation ended (a new primary, or a promotion) never
+    /// writes after the change, though its thread may take a while to notice and end.
+    /// Taken before `applyGate`, and inside a clients' pause, never around one.
+    let linkGate = Mutex<Void>(())
     private let stopped = Atomic<Bool>(false)
 
     public var isStopped: Bool { stopped.load(ordering: .relaxed) }
@@ -214,6 +220,8 @@ public final class Replication: Sendable {
         guard !engine.walKept.load(ordering: .relaxed), let hooks = engine.hooks else { return }
         engine.logger.notice("a replica connected: reopening the database to keep its WAL for replicas (repl-backlog-ttl \(engine.configuration.replBacklogTTL) s, repl-backlog-size \(engine.configuration.replBacklogSize >> 20) MB)")
         hooks.withClientsPaused { sessions in
+            // Another replica's feeder may have reopened it while this one waited for the pause.
+            guard !engine.walKept.load(ordering: .relaxed) else { return }
             _ = engine.reopenForWriting(sessions: sessions, why: "keeping the WAL for replicas")
         }
     }

@@ -157,14 +157,18 @@ enum ReplicationCommands {
 extension Replication {
     /// REPLICAOF host port: follow that primary (the server's link does the work).
     func follow(_ engine: Engine, host: String, port: Int) {
-        state.withLock { s in
-            s.role = .replica(host: host, port: port)
-            s.generation += 1
-            s.linkUp = false
-            s.linkDownSince = Clock.milliseconds()
-            s.lastSyncFailure = ""
-            // Replicas of this server followed its own history; they resynchronise.
-            s.feedGeneration += 1
+        // Under `linkGate`: the link to the previous primary writes nothing after this.
+        linkGate.withLock { _ in
+            state.withLock { s in
+                s.role = .replica(host: host, port: port)
+                s.generation += 1
+                s.linkUp = false
+                s.linkDownSince = Clock.milliseconds()
+                s.syncInProgress = false
+                s.lastSyncFailure = ""
+                // Replicas of this server followed its own history; they resynchronise.
+                s.feedGeneration += 1
+            }
         }
         readOnly.store(engine.configuration.replicaReadOnly, ordering: .relaxed)
         try? engine.update { (c: inout Configuration) throws(CommandError) in c.replicaof = "\(host) \(port)" }
@@ -185,15 +189,22 @@ extension Replication {
                 engine.logger.warning("the primary did not hand over within \(Replication.takeoverTimeoutMilliseconds) ms; promoted with the writes received so far")
             }
         }
-        let latest = engine.database.latestSequenceNumber
-        state.withLock { s in
-            s.role = .primary
-            s.generation += 1
-            s.linkUp = false
-            s.syncInProgress = false
-            s.secondID = s.id
-            s.secondOffset = latest
-            s.id = Replication.newID()
+        // Under `linkGate`: the old link applies no batch after `latest`, the end of the
+        // history kept as the second id.
+        linkGate.withLock { _ in
+            let latest = engine.database.latestSequenceNumber
+            state.withLock { s in
+                s.role = .primary
+                s.generation += 1
+                s.linkUp = false
+                s.syncInProgress = false
+                s.secondID = s.id
+                s.secondOffset = latest
+                s.id = Replication.newID()
+                // Replicas that connected while this server was a replica learn the new id
+                // (they continue partially by the old one), as Redis disconnects them.
+                s.feedGeneration += 1
+            }
         }
         // A big write the old primary was sending in pieces: completed here, as a primary's
         // start would (writes are still refused until the next line).

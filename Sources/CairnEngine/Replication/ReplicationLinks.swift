@@ -60,6 +60,12 @@ extension Replication {
     public var feedGeneration: Int { state.withLock { $0.feedGeneration } }
 
     // MARK: replica side
+    //
+    // A link belongs to one generation. REPLICAOF (another primary, or NO ONE) starts a new
+    // one at once, while the old link's thread may still be in a handshake, a full sync or
+    // between frames for a while: everything a link reports or changes names its generation,
+    // and an ended generation's link changes nothing (see `linkGate`). Otherwise it would, on
+    // its way out, mark the new link down for good, or apply an old primary's batches.
 
     /// The primary to follow, while `generation` is current.
     public func target(ifGeneration generation: Int) -> (host: String, port: Int)? {
@@ -69,24 +75,31 @@ extension Replication {
         }
     }
 
-    public func noteLink(up: Bool) {
+    /// Changes the link's state only while `generation` is current.
+    private func updateLink(_ generation: Int, _ body: (inout State) -> Void) {
         state.withLock { s in
+            if s.generation == generation { body(&s) }
+        }
+    }
+
+    public func noteLink(up: Bool, generation: Int) {
+        updateLink(generation) { s in
             if s.linkUp && !up { s.linkDownSince = Clock.milliseconds() }
             s.linkUp = up
             if up { s.lastIO = Clock.milliseconds() }
         }
     }
 
-    public func noteIO() { state.withLock { $0.lastIO = Clock.milliseconds() } }
+    public func noteIO(generation: Int) { updateLink(generation) { $0.lastIO = Clock.milliseconds() } }
 
-    public func noteSync(inProgress: Bool, bytes: Int = 0) {
-        state.withLock { s in
+    public func noteSync(inProgress: Bool, bytes: Int = 0, generation: Int) {
+        updateLink(generation) { s in
             s.syncInProgress = inProgress
             s.syncBytesReceived = bytes
         }
     }
 
-    public func noteSyncFailure(_ reason: String) { state.withLock { $0.lastSyncFailure = reason } }
+    public func noteSyncFailure(_ reason: String, generation: Int) { updateLink(generation) { $0.lastSyncFailure = reason } }
 
     /// The id to ask to continue (`?` when this replica must sync in full).
     public func psyncID(latest: UInt64) -> String {
@@ -100,18 +113,26 @@ extension Replication {
     }
 
     /// After a failed batch: the next sync is a full one.
-    public func requireFullSync() { state.withLock { $0.mustSyncInFull = true } }
+    public func requireFullSync(generation: Int) { updateLink(generation) { $0.mustSyncInFull = true } }
 
-    /// `+CONTINUE id`: the primary's history goes on (under a new id after a promotion).
-    public func continued(primaryID: String, dir: String) {
-        state.withLock { s in
+    /// `+CONTINUE id`: the primary's history goes on. Under a new id (the primary was promoted
+    /// from a replica, or this server asked by its second id), this server's history up to
+    /// `latest` is still a prefix of it: the id it had stays valid that far (`secondID`), and
+    /// its own replicas reconnect to learn the new one, as Redis's PSYNC2 does, so that they
+    /// and a later PSYNC by the old id continue partially.
+    public func continued(primaryID: String, latest: UInt64, dir: String, generation: Int) {
+        var changed = false
+        updateLink(generation) { s in
+            guard s.id != primaryID else { return }
+            s.secondID = s.id
+            s.secondOffset = latest
             s.id = primaryID
-            s.secondID = Replication.noID
-            s.secondOffset = 0
+            s.feedGeneration += 1
+            changed = true
         }
-        save(dir: dir, cleanAt: nil)
+        if changed { save(dir: dir, cleanAt: nil) }
     }
 
     /// After a full sync switched in.
-    public func fullSyncDone() { state.withLock { $0.mustSyncInFull = false } }
+    public func fullSyncDone(generation: Int) { updateLink(generation) { $0.mustSyncInFull = false } }
 }
