@@ -1,4 +1,5 @@
 import Rocks
+import Synchronization
 
 /// A big write (a 500,000-key MSET or DEL, a huge EXEC) committed in pieces, so that no other
 /// client's write waits for it.
@@ -11,8 +12,8 @@ import Rocks
 /// `Engine.run` waits). What remains is that pieces are seen one at a time by a crash, a
 /// backup, a checkpoint or a replica; the *journal* covers that:
 ///
-/// 1. the whole batch, serialized, is put under `pending-write:<sequence>` in `cairn.meta`,
-///    one value (a copy, not a memtable insert per entry);
+/// 1. the whole batch, serialized, is put under `pending-write:<sequence><n>` in `cairn.meta`,
+///    one value (a copy, not a memtable insert per entry), under a key of its own;
 /// 2. the batch's records go in pieces of `pieceEntries`, each its own write, so other
 ///    writers' groups run between them;
 /// 3. the last piece deletes the journal entry, in the same write.
@@ -47,7 +48,10 @@ extension Engine {
             try database.write(batch, options: options)
             return
         }
-        let key = Engine.pendingWritePrefix + withUnsafeBytes(of: database.latestSequenceNumber.bigEndian) { Array($0) }
+        // Unique even for two big writes (of different keys) that start at the same sequence.
+        let key = Engine.pendingWritePrefix
+            + withUnsafeBytes(of: database.latestSequenceNumber.bigEndian) { Array($0) }
+            + withUnsafeBytes(of: LargeWrite.journalEntries.add(1, ordering: .relaxed).newValue.bigEndian) { Array($0) }
         var journal = WriteBatch()
         journal.put(key, data, in: meta)
         // Only the last write waits for a sync (when asked): it syncs the earlier ones too.
@@ -115,6 +119,9 @@ extension Engine {
 
 /// Cuts RocksDB's serialized batch into batches of whole records.
 enum LargeWrite {
+    /// Journal entries written by this process: part of each entry's key.
+    static let journalEntries = Atomic<UInt64>(0)
+
     /// The records of `data` in batches of at most `entries` each (a batch's header: 8 bytes of
     /// sequence, left 0, and a 4-byte little-endian count); nil when the batch cannot be read
     /// to its end.
