@@ -155,7 +155,8 @@ def run_benchmark(port, test, pipeline, args):
     if test == "evalsha":
         sha = subprocess.run(["redis-cli", "-p", str(port), "SCRIPT", "LOAD", SCRIPT],
                              capture_output=True, text=True, check=True).stdout.strip()
-        cmd += ["EVALSHA", sha, "1", "key:__rand_int__"]
+        # Keys of its own: the SET test leaves strings under key:..., which INCR refuses.
+        cmd += ["EVALSHA", sha, "1", "script:__rand_int__"]
     else:
         cmd += ["-t", test]
     result = subprocess.run(cmd, capture_output=True, text=True)
