@@ -30,7 +30,8 @@ import Testing
             }
         }
         defer { listener.cancel() }
-        #expect(try await eventually(seconds: 10) { try await Self.subscribers(client, "news") == 1 })
+        // 30 s for the first subscription: see `patternSubscription`.
+        #expect(try await eventually(seconds: 30) { try await Self.subscribers(client, "news") == 1 })
         #expect(try await client.send(["PUBLISH", "news", "first"]) == .integer(1))
         #expect(try await eventually(seconds: 10) { received.withLock { $0 } == ["first"] })
 
@@ -55,9 +56,12 @@ import Testing
             return nil
         }
         defer { listener.cancel() }
-        #expect(try await eventually(seconds: 10) { try await client.send(["PUBSUB", "NUMPAT"]) == .integer(1) })
+        // 30 s: `swift test` starts every suite at once, and on two cores the first seconds of
+        // the run are slow for all of them (suites that take 0.5 s alone take 12 s there); the
+        // subscription's connection and its reconnect backoff share that.
+        #expect(try await eventually(seconds: 30) { try await client.send(["PUBSUB", "NUMPAT"]) == .integer(1) })
         _ = try await client.send(["PUBLISH", "user.7", "hi"])
-        let message = try await withTimeout(seconds: 10) { try await listener.value }
+        let message = try await withTimeout(seconds: 30) { try await listener.value }
         #expect(message == PubSubMessage(channel: Array("user.7".utf8), pattern: Array("user.*".utf8), payload: Array("hi".utf8)))
     }
 }
