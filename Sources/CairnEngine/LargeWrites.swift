@@ -83,20 +83,11 @@ extension Engine {
               let meta = database.family(named: Engine.metaFamilyName)
         else { return 0 }
         do {
-            let pending = try database.withCursor(in: meta) { cursor in
-                var found: [(key: [UInt8], data: [UInt8])] = []
-                cursor.seek(Engine.pendingWritePrefix)
-                while cursor.isValid, cursor.key.starts(with: Engine.pendingWritePrefix) {
-                    found.append((cursor.key, cursor.value))
-                    cursor.next()
-                }
-                try cursor.check()
-                return found
-            }
+            let pending = try database.entries(withPrefix: Engine.pendingWritePrefix, in: meta)
             guard !pending.isEmpty else { return 0 }
             do {
                 for entry in pending {
-                    guard var batch = WriteBatch(serialized: entry.data) else {
+                    guard var batch = WriteBatch(serialized: entry.value) else {
                         logger.error("an interrupted big write's journal entry is not a write batch: dropped")
                         var drop = WriteBatch()
                         drop.delete(entry.key, in: meta)

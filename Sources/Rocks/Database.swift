@@ -373,6 +373,21 @@ public final class Database: KeyValueReader, @unchecked Sendable {
     }
 
     /// Runs `body` with a cursor that is closed when it returns.
+    /// Every entry whose key starts with `prefix`, in order (a few small records, such as
+    /// those Cairn keeps in its metadata family).
+    public func entries(withPrefix prefix: [UInt8], in family: ColumnFamily? = nil) throws -> [(key: [UInt8], value: [UInt8])] {
+        try withCursor(in: family) { cursor in
+            var found: [(key: [UInt8], value: [UInt8])] = []
+            cursor.seek(prefix)
+            while cursor.isValid, cursor.key.starts(with: prefix) {
+                found.append((cursor.key, cursor.value))
+                cursor.next()
+            }
+            try cursor.check()
+            return found
+        }
+    }
+
     public func withCursor<R>(in family: ColumnFamily? = nil, options: ReadOptions = .default, _ body: (Cursor) throws -> R) throws -> R {
         let cursor = try makeCursor(in: family, options: options)
         defer { cursor.close() }

@@ -127,14 +127,6 @@ import Testing
 
     private func pendingKeys(_ db: Database) throws -> [[UInt8]] {
         let meta = try #require(db.family(named: Engine.metaFamilyName))
-        return try db.withCursor(in: meta) { cursor in
-            var keys: [[UInt8]] = []
-            cursor.seek(Engine.pendingWritePrefix)
-            while cursor.isValid, cursor.key.starts(with: Engine.pendingWritePrefix) {
-                keys.append(cursor.key)
-                cursor.next()
-            }
-            return keys
-        }
+        return try db.entries(withPrefix: Engine.pendingWritePrefix, in: meta).map(\.key)
     }
 }

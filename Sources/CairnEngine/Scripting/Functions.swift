@@ -36,16 +36,7 @@ extension Scripting {
         if let set = libraries.withLock({ $0.loaded && $0.database === database ? $0.set : nil }) { return set }
         let stored = try engine.storage("reading the function libraries") { () throws -> [[UInt8]] in
             guard let meta = database.family(named: Engine.metaFamilyName) else { return [] }
-            return try database.withCursor(in: meta) { cursor in
-                var codes: [[UInt8]] = []
-                cursor.seek(Scripting.libraryKeyPrefix)
-                while cursor.isValid, cursor.key.starts(with: Scripting.libraryKeyPrefix) {
-                    codes.append(cursor.value)
-                    cursor.next()
-                }
-                try cursor.check()
-                return codes
-            }
+            return try database.entries(withPrefix: Scripting.libraryKeyPrefix, in: meta).map(\.value)
         }
         state.removeAllLibraries()
         var set = LibrarySet()
