@@ -100,7 +100,7 @@ enum KeyCommands {
         // (From `KeyLocks.claimThreshold` keys on, the keys are claimed rather than their
         // stripes held, so no other writer waits unless it writes one of them.)
         if keys.count > 64 && keys.count < KeyLocks.claimThreshold && call.session.transaction == nil && !call.session.holdsKeyLocks {
-            let versions = Dictionary(uniqueKeysWithValues: Set(stripes).map { ($0, locks.version(ofStripe: $0)) })
+            let versions = Dictionary(uniqueKeysWithValues: Set(stripes).map { ($0, locks.unlockedVersion(ofStripe: $0)) })
             early = (versions, try call.existMany(keys))
         }
         let n = try call.locked(keys) { () throws(CommandError) -> Int in
