@@ -179,6 +179,7 @@ public struct ConfigOption: Sendable {
         .choice("loglevel", Configuration.logLevels, \.loglevel),
         .bytes("block-cache-size", mutable: false, \.blockCacheSize),
         .bytes("row-cache-size", mutable: false, \.rowCacheSize),
+        .bytes("value-cache-size", \.valueCacheSize),
         .int("max-open-files", mutable: false, min: 20, \.maxOpenFiles),
         .bytes("write-buffer-size", mutable: false, \.writeBufferSize),
         .bytes("min-free-disk", \.minFreeDisk),

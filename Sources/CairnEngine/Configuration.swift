@@ -76,6 +76,10 @@ public struct Configuration: Sendable, Equatable {
     /// when reads repeat keys that left the memtables (GET -P16 +19% once warm, over 1M keys
     /// with 256mb); costs an insert on every miss.
     public var rowCacheSize = 0
+    /// Cairn's own cache of hot values in front of RocksDB, bytes (`ValueCache`): a GET of a
+    /// key read recently skips RocksDB's memtable search and block cache. 0 disables. Changeable
+    /// with CONFIG SET (a smaller size evicts at once). Default 0.
+    public var valueCacheSize = 0
     /// Table files RocksDB keeps open (its `max_open_files`, a cache: more are reopened as
     /// needed), at least 20. Counted with the server's `maxclients` against the open files limit,
     /// and lowered with it at start when the limit cannot hold both. Default 8192.

@@ -25,6 +25,7 @@ extension Engine {
             if let family = self.family(named: s.family.name) { s.family = family }
         }
         appendLengths.forgetAll()
+        valueCache.removeAll()
         // A backup or checkpoint taken while a big write went in pieces holds its journal.
         finishPendingWrites()
     }

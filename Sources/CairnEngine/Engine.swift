@@ -19,6 +19,8 @@ public final class Engine: @unchecked Sendable {
     let locks = KeyLocks()
     /// Lengths of values APPEND just grew (`AppendLengths`).
     let appendLengths = AppendLengths()
+    /// Hot values in front of RocksDB (`value-cache-size`, ValueCache.swift).
+    let valueCache: ValueCache
     let scanCursors = ScanCursors()
     /// Lua scripting: the interpreter, the script cache, the running script (Scripting/).
     let scripting = Scripting()
@@ -79,6 +81,7 @@ public final class Engine: @unchecked Sendable {
         self.guardrails = try Guardrails(configuration)
         self.syncWrites = Atomic(configuration.appendfsync == .always)
         self.table = CommandTable.standard
+        self.valueCache = ValueCache(capacity: configuration.valueCacheSize)
         let stats = EngineStats()
         stats.apply(configuration)
         self.stats = stats
@@ -283,6 +286,7 @@ public final class Engine: @unchecked Sendable {
         syncWrites.store(updated.appendfsync == .always, ordering: .relaxed)
         guardrails.apply(updated)
         stats.apply(updated)
+        if updated.valueCacheSize != valueCache.capacityBytes { valueCache.resize(to: updated.valueCacheSize) }
         hooks?.configurationChanged(updated)
     }
 
@@ -394,22 +398,41 @@ public final class Engine: @unchecked Sendable {
         let family = session.family
         let now = Clock.milliseconds()
         var expired: [[UInt8]] = []
+        // Keys the value cache holds are answered from it; the others go to one MultiGet, and
+        // what it finds fills the cache (see `Call.withStored`).
+        let cache = valueCache
+        var cached = [[UInt8]?](repeating: nil, count: cache.isEnabled && options.snapshot == nil ? requests.count : 0)
+        var missed: [(index: Int, hash: UInt64, version: UInt64)] = []
+        if !cached.isEmpty {
+            for (i, r) in requests.enumerated() {
+                let hash = KeyLocks.hash(r[1], in: family)
+                cached[i] = cache.lookup(r[1], in: family, hash: hash, locks: locks, now: now)
+                if cached[i] == nil { missed.append((i, hash, locks.unlockedVersion(ofStripe: locks.stripe(ofHash: hash)))) }
+            }
+        }
+        let readKeys = cached.isEmpty ? requests.map { $0[1] } : missed.map { requests[$0.index][1] }
         do {
             let (answered, hits) = try storage("grouped GET") {
-                try database.withValues(forKeys: requests.map { $0[1] }, in: family.handle, options: options) { values in
+                try database.withValues(forKeys: readKeys, in: family.handle, options: options) { values in
                     var answered = 0
                     var hits = 0
-                    for value in values {
+                    var next = 0  // into `values`
+                    for i in requests.indices {
                         if answered > 0 && out.bytes.count > stopPast { break }
-                        if let payload = ValueFormat.liveString(of: value, now: now) {
-                            out.bulk(payload)
-                            hits += 1
-                        } else if ValueFormat.livePayload(of: value, now: now) != nil {
-                            reply(.wrongType, to: &out)  // a collection
+                        let answer: GetAnswer
+                        if !cached.isEmpty, let fromCache = cached[i] {
+                            answer = fromCache.withUnsafeBytes { answerGet($0, now: now, out: &out) }
                         } else {
-                            if value != nil { expired.append(requests[answered][1]) }
-                            out.null()
+                            let value = values[next]
+                            if !cached.isEmpty, let value, ValueFormat.livePayload(of: value, now: now) != nil {
+                                let m = missed[next]
+                                cache.fill(requests[i][1], in: family, hash: m.hash, version: m.version, raw: value, locks: locks)
+                            }
+                            next += 1
+                            answer = answerGet(value, now: now, out: &out)
                         }
+                        if answer == .hit { hits += 1 }
+                        if answer == .expired { expired.append(requests[i][1]) }
                         answered += 1
                     }
                     return (answered, hits)
@@ -428,6 +451,22 @@ public final class Engine: @unchecked Sendable {
             completedGets(requests[...], session: session, since: started, failed: requests.count)
             return requests.count
         }
+    }
+
+    private enum GetAnswer { case hit, missing, expired, wrongType }
+
+    /// GET's reply for a stored value (nil: no such key), as the GET handler answers.
+    private func answerGet(_ value: UnsafeRawBufferPointer?, now: Int64, out: inout RESPWriter) -> GetAnswer {
+        if let payload = ValueFormat.liveString(of: value, now: now) {
+            out.bulk(payload)
+            return .hit
+        }
+        if ValueFormat.livePayload(of: value, now: now) != nil {
+            reply(.wrongType, to: &out)  // a collection
+            return .wrongType
+        }
+        out.null()
+        return value == nil ? .missing : .expired
     }
 
     /// Reports a grouped read to `completed` under its command (GET).

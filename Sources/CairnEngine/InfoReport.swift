@@ -85,7 +85,15 @@ enum InfoReport {
                 ("rocksdb_block_cache_capacity", String(config.blockCacheSize)),
                 ("rocksdb_row_cache_usage", String(db.rowCacheUsage)),
                 ("rocksdb_row_cache_capacity", String(config.rowCacheSize)),
-            ]
+            ] + {
+                let cache = engine.valueCache
+                let usage = cache.usage
+                return [
+                    ("value_cache_bytes", String(usage.bytes)),
+                    ("value_cache_entries", String(usage.entries)),
+                    ("value_cache_capacity", String(cache.capacityBytes)),
+                ]
+            }()
         case "persistence":
             return [
                 ("loading", "0"),
@@ -117,6 +125,9 @@ enum InfoReport {
                 ("evicted_keys", "0"),
                 ("keyspace_hits", String(stats.keyspaceHits.value)),
                 ("keyspace_misses", String(stats.keyspaceMisses.value)),
+                ("value_cache_hits", String(engine.valueCache.hits.load(ordering: .relaxed))),
+                ("value_cache_misses", String(engine.valueCache.misses.load(ordering: .relaxed))),
+                ("value_cache_evictions", String(engine.valueCache.evictions.load(ordering: .relaxed))),
             ] + engine.replication.statsLines() + [
                 ("total_error_replies", String(stats.errorReplies.value)),
             ]

@@ -80,9 +80,28 @@ final class KeyLocks: @unchecked Sendable {
     }
 
     func stripe(for key: some Sequence<UInt8>, in family: Family) -> Int {
+        stripe(ofHash: KeyLocks.hash(key, in: family))
+    }
+
+    /// A key's FNV-1a hash, salted by its family: its stripe comes from it, and the value cache
+    /// keys its table by it (one pass over the key for both).
+    static func hash(_ key: some Sequence<UInt8>, in family: Family) -> UInt64 {
         var h = family.salt
         for b in key { h = (h ^ UInt64(b)) &* 1_099_511_628_211 }
-        return Int(truncatingIfNeeded: h ^ (h >> 29)) & (count - 1)
+        return h
+    }
+
+    func stripe(ofHash h: UInt64) -> Int {
+        Int(truncatingIfNeeded: h ^ (h >> 29)) & (count - 1)
+    }
+
+    /// Runs `body` with the stripe's version if no one holds the stripe now (a try-lock: a
+    /// writer holding it may have landed a write it has not counted yet); nil when it is held.
+    /// The value cache's check: nothing changes the stripe's keys while `body` runs.
+    func withStripeIfFree<R>(_ index: Int, _ body: (UInt64) -> R) -> R? {
+        guard pthread_mutex_trylock(mutexes + index) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutexes + index) }
+        return body(versions[index].load(ordering: .relaxed))
     }
 
     func version(ofStripe index: Int) -> UInt64 {

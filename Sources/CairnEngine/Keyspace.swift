@@ -109,6 +109,24 @@ extension Call {
         var expired = false
         let handle = family.handle
         let readOptions = self.readOptions
+        let now = now
+        // The value cache, for a plain read: not through a snapshot, not by a writer holding
+        // key locks (its own stripe's try-lock would fail; it is about to write anyway).
+        let cache = engine.valueCache
+        var fill: (hash: UInt64, version: UInt64)? = nil
+        if cache.isEnabled && readOptions.snapshot == nil && !session.holdsKeyLocks {
+            let hash = KeyLocks.hash(key, in: family)
+            if let stored = cache.lookup(key, in: family, hash: hash, locks: engine.locks, now: now) {
+                let result = stored.withUnsafeBytes { raw in
+                    Result { () throws(CommandError) -> R in
+                        guard let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else { return try body(nil, nil, nil) }
+                        return try body(type, UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
+                    }
+                }
+                return try result.get()
+            }
+            fill = (hash, engine.locks.unlockedVersion(ofStripe: engine.locks.stripe(ofHash: hash)))
+        }
         let result: R = try engine.storage("read") {
             try database.withValue(forKey: key, in: handle, options: readOptions) { raw throws -> R in
                 guard let raw, let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else { return try body(nil, nil, nil) }
@@ -116,6 +134,7 @@ extension Call {
                     expired = true
                     return try body(nil, nil, nil)
                 }
+                if let fill { cache.fill(key, in: family, hash: fill.hash, version: fill.version, raw: raw, locks: engine.locks) }
                 return try body(type, UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
             }
         }
