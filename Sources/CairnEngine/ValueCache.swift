@@ -124,6 +124,10 @@ final class ValueCache: @unchecked Sendable {
         return h ^ (h >> 33)
     }
 
+    private static func recentMissSlot(_ mixed: UInt64) -> Int {
+        Int(truncatingIfNeeded: mixed >> 6) & (recentMissSlots - 1)
+    }
+
     private func shard(_ hash: UInt64) -> Int {
         Int(truncatingIfNeeded: ValueCache.mixed(hash)) & (ValueCache.shardCount - 1)
     }
@@ -134,12 +138,16 @@ final class ValueCache: @unchecked Sendable {
     func lookup(_ key: [UInt8], in family: Family, hash: UInt64, locks: KeyLocks, now: Int64) -> [UInt8]? {
         guard isEnabled, !locks.hasClaims else { return nil }
         let k = Key(family: ObjectIdentifier(family), bytes: key, hash: hash)
+        let mixed = ValueCache.mixed(hash) | 1
         let found: [UInt8]?? = locks.withStripeIfFree(locks.stripe(ofHash: hash)) { version in
             shards[shard(hash)].state.withLock { s -> [UInt8]? in
                 guard let i = s.index[k] else { return nil }
                 let expired = s.slots[i].stored.withUnsafeBytes { ValueFormat.header(of: $0)?.isExpired(now: now) ?? true }
                 guard s.slots[i].version == version, !expired else {
-                    s.remove(at: i)  // written since, or expired: it will never be valid again
+                    // Written since, or expired: it will never be valid again. A key written
+                    // since was read often enough to be here: the next read admits it at once.
+                    s.remove(at: i)
+                    if !expired { s.recentMisses[ValueCache.recentMissSlot(mixed)] = mixed }
                     return nil
                 }
                 s.slots[i].marked = true
@@ -161,7 +169,7 @@ final class ValueCache: @unchecked Sendable {
         let k = Key(family: ObjectIdentifier(family), bytes: key, hash: hash)
         let capacity = shardCapacity
         let mixed = ValueCache.mixed(hash) | 1
-        let remembered = Int(truncatingIfNeeded: mixed >> 6) & (ValueCache.recentMissSlots - 1)
+        let remembered = ValueCache.recentMissSlot(mixed)
         var evicted = 0
         shards[shard(hash)].state.withLock { s in
             if let i = s.index[k] {

@@ -154,6 +154,23 @@ import Testing
         #expect(h.run("GET", "key:1") == .bulk("new"))
     }
 
+    /// A key enters on its second read; a cached key that was written is read once from
+    /// RocksDB and is back in the cache at once (it had proved hot).
+    @Test func admissionOnTheSecondReadAndAfterAWrite() throws {
+        let h = try Self.cached()
+        h.run("SET", "k", "1")
+        h.run("GET", "k")
+        #expect(h.engine.valueCache.usage.entries == 0)
+        h.run("GET", "k")
+        #expect(h.engine.valueCache.usage.entries == 1)
+        Self.warm(h, "k", expect: .bulk("1"))
+        h.run("SET", "k", "2")
+        let before = Self.hits(h)
+        #expect(h.run("GET", "k") == .bulk("2"))  // stale entry dropped, read, admitted again
+        #expect(h.run("GET", "k") == .bulk("2"))
+        #expect(Self.hits(h) == before + 1)
+    }
+
     /// CONFIG SET resizes the cache; 0 empties it and turns it off.
     @Test func configSetResizesTheCache() throws {
         let h = try Self.cached()

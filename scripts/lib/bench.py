@@ -46,6 +46,8 @@ def parse_args():
                         " the keys (two redis-benchmark runs at once: 9/10 of the clients on the first tenth of -r,"
                         " 1/10 on all of it)")
     p.add_argument("--pipelines", default="1,16", help="pipeline depths (1,16)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a cairnd option for this run (repeatable), e.g. value-cache-size=256mb")
     p.add_argument("--quick", action="store_true", help="a fifth of the requests: a rough look, not a report")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "bench"),
                    help="folder for results.json and chart.svg (docs/bench)")
@@ -190,7 +192,8 @@ def main():
 
     cairn = ServerUnderTest("Cairn", lambda port: [cairn_bin, os.path.join(ROOT, "config", "cairn.conf"),
                                                    "--port", str(port), "--dir", os.path.join(workdir, "cairn-data"),
-                                                   "--log-level", "warning"], workdir)
+                                                   "--log-level", "warning"]
+                                                  + [a for o in args.set for a in ("--set", o)], workdir)
     os.makedirs(os.path.join(workdir, "redis-data"))
     redis = ServerUnderTest("Redis", lambda port: ["redis-server", "--port", str(port), "--save", "",
                                                    "--appendonly", "yes", "--appendfsync", "everysec",
@@ -211,9 +214,11 @@ def main():
         rss = {s.name: s.rss_bytes() for s in servers}
         # Where Cairn's memory is: RocksDB's memtables and block cache, the rest is everything else.
         rss_parts = {"memtables": cairn.info_field("memory", "rocksdb_memtables"),
-                     "block_cache": cairn.info_field("memory", "rocksdb_block_cache_usage")}
+                     "block_cache": cairn.info_field("memory", "rocksdb_block_cache_usage"),
+                     "row_cache": cairn.info_field("memory", "rocksdb_row_cache_usage"),
+                     "value_cache": cairn.info_field("memory", "value_cache_bytes")}
         budget = (int(cairn.config("block-cache-size") or 0) + 4 * int(cairn.config("write-buffer-size") or 0)
-                  + 64 * MIB)
+                  + int(cairn.config("row-cache-size") or 0) + int(cairn.config("value-cache-size") or 0) + 64 * MIB)
     finally:
         for s in servers:
             s.stop()
@@ -239,7 +244,7 @@ def main():
     if not args.no_write:
         os.makedirs(args.out, exist_ok=True)
         results = {"parameters": {k: getattr(args, k) for k in
-                                  ("rounds", "clients", "data_size", "keyspace", "requests", "requests_pipelined")},
+                                  ("rounds", "clients", "data_size", "keyspace", "requests", "requests_pipelined", "set")},
                    "rows": rows, "rss_bytes": rss, "cairn_rss_parts_bytes": rss_parts, "cairn_rss_budget_bytes": budget, "embedded": embedded,
                    "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         with open(os.path.join(args.out, "results.json"), "w") as f:
@@ -252,7 +257,7 @@ def main():
 def render(args, rows, rss, rss_parts, budget, embedded):
     lines = [f"redis-benchmark -c {args.clients} -d {args.data_size} -r {args.keyspace}, "
              f"-n {args.requests} at -P 1 and {args.requests_pipelined} pipelined; median of {args.rounds} "
-             f"alternating rounds", "",
+             f"alternating rounds" + (f"; cairnd with {', '.join(args.set)}" if args.set else ""), "",
              f"{'test':<11}{'-P':>4}{'Cairn ops/s':>14}{'Redis ops/s':>14}{'ratio':>8}{'target':>8}",
              "-" * 54]
     for r in rows:
@@ -273,10 +278,12 @@ def render(args, rows, rss, rss_parts, budget, embedded):
     if set16:
         lines.append(f"server SET -P {set16['pipeline']} / embedded put: {set16['cairn_rps'] / embedded['put_ops']:.2f}"
                      " (target >= 0.80)")
+    caches = rss_parts.get("row_cache", 0) + rss_parts.get("value_cache", 0)
     lines += ["", f"RSS after the run: Cairn {rss['Cairn'] / MIB:,.0f} MiB (budget {budget / MIB:,.0f} MiB = block cache"
-              f" + 4 memtables + 64 MiB), Redis {rss['Redis'] / MIB:,.0f} MiB",
+              f" + 4 memtables + row and value caches + 64 MiB), Redis {rss['Redis'] / MIB:,.0f} MiB",
               f"  of Cairn's: memtables {rss_parts['memtables'] / MIB:,.0f} MiB, block cache {rss_parts['block_cache'] / MIB:,.0f} MiB,"
-              f" the rest {(rss['Cairn'] - rss_parts['memtables'] - rss_parts['block_cache']) / MIB:,.0f} MiB"]
+              f" row cache {rss_parts.get('row_cache', 0) / MIB:,.0f} MiB, value cache {rss_parts.get('value_cache', 0) / MIB:,.0f} MiB,"
+              f" the rest {(rss['Cairn'] - rss_parts['memtables'] - rss_parts['block_cache'] - caches) / MIB:,.0f} MiB"]
     return "\n".join(lines)
 
 
