@@ -100,7 +100,8 @@ public struct Configuration: Sendable, Equatable {
     /// Hash index buckets per key in each table data block; 0 disables. Default 0.75: point
     /// reads find their key in a block by hash rather than by binary search.
     public var dataBlockHashRatio = 0.75
-    /// RocksDB background flush and compaction jobs. Default: the number of cores (at least 2).
+    /// RocksDB background flush and compaction jobs. Default: the cores this process may use
+    /// (`AvailableCores`), at least 2.
     public var maxBackgroundJobs = Configuration.defaultBackgroundJobs
     /// Commands slower than this many microseconds go to the slow log; negative disables. Default 10000.
     public var slowlogLogSlowerThan = 10000
@@ -176,8 +177,9 @@ public struct Configuration: Sendable, Equatable {
     /// The values `loglevel` takes.
     public static let logLevels = ["debug", "verbose", "notice", "warning", "nothing", "trace", "info", "error"]
 
+    /// The cores this process may use (`AvailableCores`), at least 2: a flush and a compaction.
     public static var defaultBackgroundJobs: Int {
-        max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        max(2, AvailableCores.count)
     }
 
     /// The directory backups go to.

@@ -14,8 +14,8 @@ public struct ServerSettings: ConfigurationExtension {
     /// TCP port. Default 7379; 0 picks a free port (logged, and written to `port-file`), and
     /// from then on `CONFIG GET port` answers the port bound.
     public var port = 7379
-    /// Serial queues serving connections (Redis's io-threads). Default: the number of cores
-    /// (at least 2).
+    /// Serial queues serving connections (Redis's io-threads). Default: the cores this process
+    /// may use (`AvailableCores`: its CPU affinity and cgroup quota, not the machine's count).
     public var ioThreads = ServerSettings.cores
     /// Path of a file to write the listening port into once ready; empty for none.
     public var portFile = ""
@@ -26,7 +26,7 @@ public struct ServerSettings: ConfigurationExtension {
 
     public init() {}
 
-    static var cores: Int { max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+    static var cores: Int { AvailableCores.count }
 
     /// Only `maxclients` may change while the server runs (CONFIG SET); the others answer
     /// Redis's "can't set immutable config".

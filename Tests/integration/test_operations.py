@@ -4,6 +4,7 @@ INFO commandstats/errorstats/latencystats and the other fields exporters read, M
 Every executor (a request alone, a run of GETs read as one MultiGet, plain writes batched
 across clients, EXEC's commands, the long queue) must feed the slow log, the statistics and
 MONITOR the same way, so most tests drive each of them."""
+import os
 import re
 import socket
 import time
@@ -11,7 +12,7 @@ import time
 import pytest
 import redis
 
-from conftest import resp_command
+from conftest import Cairnd, resp_command
 
 
 @pytest.fixture
@@ -812,3 +813,36 @@ def test_redis_cli_memkeys_and_hotkeys(server):
     hotkeys = subprocess.run(["redis-cli", "-p", str(server.port), "--hotkeys"], capture_output=True, text=True, timeout=60)
     assert hotkeys.returncode == 1
     assert "An LFU maxmemory policy is not selected" in hotkeys.stdout + hotkeys.stderr
+
+
+def test_workers_follow_the_cores_cairnd_may_use():
+    """Pinned to one CPU (taskset, a container's cpuset), cairnd starts one worker, not one per
+    core of the machine; background jobs stay at 2 (a flush and a compaction)."""
+    s = Cairnd(preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+    try:
+        c = s.client()
+        assert c.config_get("io-threads") == {"io-threads": "1"}
+        assert c.config_get("max-background-jobs") == {"max-background-jobs": "2"}
+        assert c.set("k", "v") and c.get("k") == b"v"
+    finally:
+        s.cleanup()
+
+
+def test_value_cache_serves_repeated_gets_and_reports_itself(fresh_server):
+    s = fresh_server("--set", "value-cache-size=16mb")
+    c = s.client()
+    c.mset({f"k{i}": f"v{i}" for i in range(200)})
+    for _ in range(3):
+        p = c.pipeline(transaction=False)
+        for i in range(200):
+            p.get(f"k{i}")
+        assert p.execute() == [f"v{i}".encode() for i in range(200)]
+    stats = c.info("stats")
+    assert stats["value_cache_hits"] >= 200
+    memory = c.info("memory")
+    assert memory["value_cache_entries"] == 200 and memory["value_cache_capacity"] == 16 << 20
+    c.set("k7", "new")
+    assert c.get("k7") == b"new"
+    c.config_set("value-cache-size", "0")
+    assert c.info("memory")["value_cache_entries"] == 0
+    assert c.get("k7") == b"new"
