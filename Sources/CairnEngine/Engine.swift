@@ -402,12 +402,15 @@ public final class Engine: @unchecked Sendable {
         // what it finds fills the cache (see `Call.withStored`).
         let cache = valueCache
         var cached = [[UInt8]?](repeating: nil, count: cache.isEnabled && options.snapshot == nil ? requests.count : 0)
-        var missed: [(index: Int, hash: UInt64, version: UInt64)] = []
+        var missed: [(index: Int, hash: UInt64, version: UInt64?)] = []  // no version: do not fill
         if !cached.isEmpty {
             for (i, r) in requests.enumerated() {
                 let hash = KeyLocks.hash(r[1], in: family)
-                cached[i] = cache.lookup(r[1], in: family, hash: hash, locks: locks, now: now)
-                if cached[i] == nil { missed.append((i, hash, locks.unlockedVersion(ofStripe: locks.stripe(ofHash: hash)))) }
+                switch cache.lookup(r[1], in: family, hash: hash, locks: locks, now: now) {
+                case .hit(let stored): cached[i] = stored
+                case .miss: missed.append((i, hash, locks.unlockedVersion(ofStripe: locks.stripe(ofHash: hash))))
+                case .busy: missed.append((i, hash, nil))
+                }
             }
         }
         let readKeys = cached.isEmpty ? requests.map { $0[1] } : missed.map { requests[$0.index][1] }
@@ -424,9 +427,9 @@ public final class Engine: @unchecked Sendable {
                             answer = fromCache.withUnsafeBytes { answerGet($0, now: now, out: &out) }
                         } else {
                             let value = values[next]
-                            if !cached.isEmpty, let value, ValueFormat.livePayload(of: value, now: now) != nil {
-                                let m = missed[next]
-                                cache.fill(requests[i][1], in: family, hash: m.hash, version: m.version, raw: value, locks: locks)
+                            if !cached.isEmpty, let value, let version = missed[next].version,
+                               ValueFormat.livePayload(of: value, now: now) != nil {
+                                cache.fill(requests[i][1], in: family, hash: missed[next].hash, version: version, raw: value, locks: locks)
                             }
                             next += 1
                             answer = answerGet(value, now: now, out: &out)

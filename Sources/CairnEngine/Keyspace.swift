@@ -116,7 +116,8 @@ extension Call {
         var fill: (hash: UInt64, version: UInt64)? = nil
         if cache.isEnabled && readOptions.snapshot == nil && !session.holdsKeyLocks {
             let hash = KeyLocks.hash(key, in: family)
-            if let stored = cache.lookup(key, in: family, hash: hash, locks: engine.locks, now: now) {
+            switch cache.lookup(key, in: family, hash: hash, locks: engine.locks, now: now) {
+            case .hit(let stored):
                 let result = stored.withUnsafeBytes { raw in
                     Result { () throws(CommandError) -> R in
                         guard let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else { return try body(nil, nil, nil) }
@@ -124,8 +125,11 @@ extension Call {
                     }
                 }
                 return try result.get()
+            case .miss:
+                fill = (hash, engine.locks.unlockedVersion(ofStripe: engine.locks.stripe(ofHash: hash)))
+            case .busy:
+                break
             }
-            fill = (hash, engine.locks.unlockedVersion(ofStripe: engine.locks.stripe(ofHash: hash)))
         }
         let result: R = try engine.storage("read") {
             try database.withValue(forKey: key, in: handle, options: readOptions) { raw throws -> R in

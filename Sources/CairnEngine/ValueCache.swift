@@ -132,11 +132,23 @@ final class ValueCache: @unchecked Sendable {
         Int(truncatingIfNeeded: ValueCache.mixed(hash)) & (ValueCache.shardCount - 1)
     }
 
+    /// What a lookup found.
+    enum Found {
+        /// The key's stored bytes, current.
+        case hit([UInt8])
+        /// Not here: read RocksDB, then `fill`.
+        case miss
+        /// A writer holds the key's stripe (or a big write is open): read RocksDB and do not
+        /// fill, since what it reads is about to be stale.
+        case busy
+    }
+
     /// The stored bytes of `key` if the cache holds them at its stripe's current version and no
-    /// writer holds the stripe now; nil otherwise (read RocksDB, then `fill`). A value that has
-    /// expired by `now` is dropped and missed: the read from RocksDB then reaps it as before.
-    func lookup(_ key: [UInt8], in family: Family, hash: UInt64, locks: KeyLocks, now: Int64) -> [UInt8]? {
-        guard isEnabled, !locks.hasClaims else { return nil }
+    /// writer holds the stripe now. A value that has expired by `now` is dropped and missed: the
+    /// read from RocksDB then reaps it as before.
+    func lookup(_ key: [UInt8], in family: Family, hash: UInt64, locks: KeyLocks, now: Int64) -> Found {
+        guard isEnabled else { return .miss }
+        guard !locks.hasClaims else { return .busy }
         let k = Key(family: ObjectIdentifier(family), bytes: key, hash: hash)
         let mixed = ValueCache.mixed(hash) | 1
         let found: [UInt8]?? = locks.withStripeIfFree(locks.stripe(ofHash: hash)) { version in
@@ -145,21 +157,24 @@ final class ValueCache: @unchecked Sendable {
                 let expired = s.slots[i].stored.withUnsafeBytes { ValueFormat.header(of: $0)?.isExpired(now: now) ?? true }
                 guard s.slots[i].version == version, !expired else {
                     // Written since, or expired: it will never be valid again. A key written
-                    // since was read often enough to be here: the next read admits it at once.
+                    // since that was hit while cached is admitted again by its next read; one
+                    // that was not (its stripe is written faster than it is read) must be read
+                    // twice again, so a busy stripe does not churn copies.
+                    let wasHit = s.slots[i].marked
                     s.remove(at: i)
-                    if !expired { s.recentMisses[ValueCache.recentMissSlot(mixed)] = mixed }
+                    if !expired && wasHit { s.recentMisses[ValueCache.recentMissSlot(mixed)] = mixed }
                     return nil
                 }
                 s.slots[i].marked = true
                 return s.slots[i].stored
             }
         }
-        if let value = found ?? nil {
-            hits.add(1, ordering: .relaxed)
-            return value
+        guard let found, let value = found else {
+            misses.add(1, ordering: .relaxed)
+            return found == nil ? .busy : .miss
         }
-        misses.add(1, ordering: .relaxed)
-        return nil
+        hits.add(1, ordering: .relaxed)
+        return .hit(value)
     }
 
     /// Remembers the stored bytes `raw` of `key`, read from RocksDB after its stripe's version
