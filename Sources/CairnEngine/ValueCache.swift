@@ -22,7 +22,8 @@ import Synchronization
 /// transaction never use it.
 ///
 /// A key enters on its second read in a while, not its first: each shard remembers the hashes
-/// of recent misses it did not admit (`recentMisses`, direct-mapped), so a scan or a uniform
+/// of recent misses it did not admit (`recentMisses`, direct-mapped, about one slot per entry
+/// the shard can hold, 8 bytes each, so a hot set the size of the cache gets in), so a scan or a uniform
 /// read of many keys, each read once, costs a hash store per read instead of a copy and an
 /// eviction. Eviction is CLOCK per shard: a hit marks its entry, and the hand passing over the
 /// entries spares marked ones once. Sizes are counted as the key and value bytes plus
@@ -36,8 +37,10 @@ final class ValueCache: @unchecked Sendable {
     /// Values larger than this are never cached (one entry must not evict thousands).
     static let largestValue = 64 * 1024
     static let shardCount = 64
-    /// Remembered misses per shard (8 bytes each).
-    static let recentMissSlots = 1024
+    /// Remembered misses per shard, at least (8 bytes each).
+    static let fewestRecentMissSlots = 1024
+    /// Bytes of capacity per remembered miss: about one entry of a small value.
+    static let bytesPerRecentMiss = 256
 
     private struct Key: Hashable {
         let family: ObjectIdentifier
@@ -65,7 +68,22 @@ final class ValueCache: @unchecked Sendable {
         var hand = 0
         var bytes = 0
         /// Mixed hashes of keys missed once and not admitted (0: empty).
-        var recentMisses = [UInt64](repeating: 0, count: ValueCache.recentMissSlots)
+        var recentMisses: [UInt64]
+
+        init(capacity: Int) {
+            recentMisses = [UInt64](repeating: 0, count: Shard.recentMissSlots(for: capacity))
+        }
+
+        /// A power of two, about one per entry a shard of `capacity` bytes holds.
+        static func recentMissSlots(for capacity: Int) -> Int {
+            var slots = ValueCache.fewestRecentMissSlots
+            while slots * ValueCache.bytesPerRecentMiss < capacity { slots *= 2 }
+            return slots
+        }
+
+        func recentMissSlot(_ mixed: UInt64) -> Int {
+            Int(truncatingIfNeeded: mixed >> 6) & (recentMisses.count - 1)
+        }
 
         mutating func remove(at i: Int) {
             guard let key = slots[i].key else { return }
@@ -94,15 +112,17 @@ final class ValueCache: @unchecked Sendable {
             return bytes + needed <= capacity
         }
 
-        mutating func clear() {
-            self = Shard()
+        /// Empties the shard, its remembered misses sized for `capacity`.
+        mutating func clear(capacity: Int) {
+            self = Shard(capacity: capacity)
         }
     }
 
     private final class ShardBox: Sendable {
-        let state = Mutex(Shard())
+        let state: Mutex<Shard>
+        init(capacity: Int) { state = Mutex(Shard(capacity: capacity)) }
     }
-    private let shards: [ShardBox] = (0..<ValueCache.shardCount).map { _ in ShardBox() }
+    private let shards: [ShardBox]
     /// Bytes allowed over all shards; 0 turns the cache off.
     private let capacity: Atomic<Int>
     let hits = Atomic<Int>(0)
@@ -111,6 +131,7 @@ final class ValueCache: @unchecked Sendable {
 
     init(capacity: Int) {
         self.capacity = Atomic(max(0, capacity))
+        shards = (0..<ValueCache.shardCount).map { _ in ShardBox(capacity: max(0, capacity) / ValueCache.shardCount) }
     }
 
     var isEnabled: Bool { capacity.load(ordering: .relaxed) > 0 }
@@ -122,10 +143,6 @@ final class ValueCache: @unchecked Sendable {
         var h = hash ^ (hash >> 33)
         h = h &* 0xff51_afd7_ed55_8ccd
         return h ^ (h >> 33)
-    }
-
-    private static func recentMissSlot(_ mixed: UInt64) -> Int {
-        Int(truncatingIfNeeded: mixed >> 6) & (recentMissSlots - 1)
     }
 
     private func shard(_ hash: UInt64) -> Int {
@@ -162,7 +179,7 @@ final class ValueCache: @unchecked Sendable {
                     // twice again, so a busy stripe does not churn copies.
                     let wasHit = s.slots[i].marked
                     s.remove(at: i)
-                    if !expired && wasHit { s.recentMisses[ValueCache.recentMissSlot(mixed)] = mixed }
+                    if !expired && wasHit { s.recentMisses[s.recentMissSlot(mixed)] = mixed }
                     return nil
                 }
                 s.slots[i].marked = true
@@ -184,7 +201,6 @@ final class ValueCache: @unchecked Sendable {
         let k = Key(family: ObjectIdentifier(family), bytes: key, hash: hash)
         let capacity = shardCapacity
         let mixed = ValueCache.mixed(hash) | 1
-        let remembered = ValueCache.recentMissSlot(mixed)
         var evicted = 0
         shards[shard(hash)].state.withLock { s in
             if let i = s.index[k] {
@@ -195,6 +211,7 @@ final class ValueCache: @unchecked Sendable {
                 return
             }
             // First miss in a while: remember it, admit it the next time.
+            let remembered = s.recentMissSlot(mixed)
             guard s.recentMisses[remembered] == mixed else {
                 s.recentMisses[remembered] = mixed
                 return
@@ -224,14 +241,21 @@ final class ValueCache: @unchecked Sendable {
         let per = shardCapacity
         for shard in shards {
             shard.state.withLock { s in
-                if per == 0 { s.clear() } else { _ = s.makeRoom(0, capacity: per) }
+                if per == 0 {
+                    s.clear(capacity: 0)
+                    return
+                }
+                _ = s.makeRoom(0, capacity: per)  // evicts down to the new size
+                let slots = Shard.recentMissSlots(for: per)
+                if slots != s.recentMisses.count { s.recentMisses = [UInt64](repeating: 0, count: slots) }
             }
         }
     }
 
     /// Forgets every entry (the database was replaced).
     func removeAll() {
-        for shard in shards { shard.state.withLock { $0.clear() } }
+        let per = shardCapacity
+        for shard in shards { shard.state.withLock { $0.clear(capacity: per) } }
     }
 
     /// Bytes counted and entries held now.
