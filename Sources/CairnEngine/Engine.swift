@@ -424,11 +424,13 @@ public final class Engine: @unchecked Sendable {
                         if answered > 0 && out.bytes.count > stopPast { break }
                         let answer: GetAnswer
                         if !cached.isEmpty, let fromCache = cached[i] {
-                            answer = fromCache.withUnsafeBytes { answerGet($0, now: now, out: &out) }
+                            // No bytes: the cache knows the key is missing.
+                            answer = fromCache.isEmpty ? answerGet(nil, now: now, out: &out)
+                                : fromCache.withUnsafeBytes { answerGet($0, now: now, out: &out) }
                         } else {
                             let value = values[next]
-                            if !cached.isEmpty, let value, let version = missed[next].version,
-                               ValueFormat.livePayload(of: value, now: now) != nil {
+                            if !cached.isEmpty, let version = missed[next].version,
+                               value == nil || ValueFormat.livePayload(of: value, now: now) != nil {
                                 cache.fill(requests[i][1], in: family, hash: missed[next].hash, version: version, raw: value, locks: locks)
                             }
                             next += 1

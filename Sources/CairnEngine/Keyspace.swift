@@ -133,7 +133,10 @@ extension Call {
         }
         let result: R = try engine.storage("read") {
             try database.withValue(forKey: key, in: handle, options: readOptions) { raw throws -> R in
-                guard let raw, let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else { return try body(nil, nil, nil) }
+                guard let raw, let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else {
+                    if raw == nil, let fill { cache.fill(key, in: family, hash: fill.hash, version: fill.version, raw: nil, locks: engine.locks) }
+                    return try body(nil, nil, nil)
+                }
                 if h.isExpired(now: now) {
                     expired = true
                     return try body(nil, nil, nil)

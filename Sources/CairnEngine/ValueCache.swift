@@ -7,8 +7,9 @@ import Synchronization
 /// is answered from here, without a memtable search or a block-cache lookup.
 ///
 /// An entry holds a key's stored bytes (header and payload, as RocksDB returned them, so expiry
-/// and type are decided exactly as for a read from RocksDB) and the version its key-lock stripe
-/// had before that read. Every write to a key moves its stripe's version while holding the
+/// and type are decided exactly as for a read from RocksDB), or no bytes for a key RocksDB did
+/// not have (a cache-aside client reads missing keys often), and the version its key-lock
+/// stripe had before that read. Every write to a key moves its stripe's version while holding the
 /// stripe (`KeyLocks.changed`, what WATCH relies on): local writes, EXEC and scripts, a
 /// replica's applied batches, FLUSHDB, DELRANGE, CF.DROP and a restore (which move every
 /// stripe). So an entry is valid exactly while its stripe still has that version and no writer
@@ -151,7 +152,7 @@ final class ValueCache: @unchecked Sendable {
 
     /// What a lookup found.
     enum Found {
-        /// The key's stored bytes, current.
+        /// The key's stored bytes, current; empty when the key is missing.
         case hit([UInt8])
         /// Not here: read RocksDB, then `fill`.
         case miss
@@ -171,7 +172,8 @@ final class ValueCache: @unchecked Sendable {
         let found: [UInt8]?? = locks.withStripeIfFree(locks.stripe(ofHash: hash)) { version in
             shards[shard(hash)].state.withLock { s -> [UInt8]? in
                 guard let i = s.index[k] else { return nil }
-                let expired = s.slots[i].stored.withUnsafeBytes { ValueFormat.header(of: $0)?.isExpired(now: now) ?? true }
+                let stored = s.slots[i].stored
+                let expired = !stored.isEmpty && (ValueFormat.header(of: stored)?.isExpired(now: now) ?? true)
                 guard s.slots[i].version == version, !expired else {
                     // Written since, or expired: it will never be valid again. A key written
                     // since that was hit while cached is admitted again by its next read; one
@@ -194,17 +196,18 @@ final class ValueCache: @unchecked Sendable {
         return .hit(value)
     }
 
-    /// Remembers the stored bytes `raw` of `key`, read from RocksDB after its stripe's version
-    /// was `version` (read before the read, with `KeyLocks.unlockedVersion`).
-    func fill(_ key: [UInt8], in family: Family, hash: UInt64, version: UInt64, raw: UnsafeRawBufferPointer, locks: KeyLocks) {
-        guard raw.count <= ValueCache.largestValue, isEnabled, !locks.hasClaims else { return }
+    /// Remembers the stored bytes `raw` of `key` (nil: RocksDB has no such key), read from
+    /// RocksDB after its stripe's version was `version` (read before the read, with
+    /// `KeyLocks.unlockedVersion`).
+    func fill(_ key: [UInt8], in family: Family, hash: UInt64, version: UInt64, raw: UnsafeRawBufferPointer?, locks: KeyLocks) {
+        guard (raw?.count ?? 0) <= ValueCache.largestValue, isEnabled, !locks.hasClaims else { return }
         let k = Key(family: ObjectIdentifier(family), bytes: key, hash: hash)
         let capacity = shardCapacity
         let mixed = ValueCache.mixed(hash) | 1
         var evicted = 0
         shards[shard(hash)].state.withLock { s in
             if let i = s.index[k] {
-                let slot = Slot(key: k, version: version, stored: Array(raw))
+                let slot = Slot(key: k, version: version, stored: raw.map { Array($0) } ?? [])
                 s.bytes -= s.slots[i].size
                 s.slots[i] = slot
                 s.bytes += slot.size
@@ -217,7 +220,7 @@ final class ValueCache: @unchecked Sendable {
                 return
             }
             s.recentMisses[remembered] = 0
-            let slot = Slot(key: k, version: version, stored: Array(raw))
+            let slot = Slot(key: k, version: version, stored: raw.map { Array($0) } ?? [])
             let before = s.index.count
             guard s.makeRoom(slot.size, capacity: capacity) else { return }
             evicted = before - s.index.count

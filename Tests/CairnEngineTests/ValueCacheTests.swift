@@ -171,6 +171,24 @@ import Testing
         #expect(Self.hits(h) == before + 1)
     }
 
+    /// A missing key is cached as missing, alone and grouped, until something writes it.
+    @Test func missingKeysAreCachedUntilWritten() throws {
+        let h = try Self.cached()
+        Self.warm(h, "absent", expect: .null)
+        var out = RESPWriter(version: .v2)
+        let get = [Array("GET".utf8), Array("absent".utf8)]
+        let before = Self.hits(h)
+        h.engine.executePipeline([get, get], session: h.session, out: &out)
+        #expect(out.bytes == Array("$-1\r\n$-1\r\n".utf8))
+        #expect(Self.hits(h) == before + 2)
+        #expect(h.engine.stats.expiredKeys.value == 0)
+        h.run("SET", "absent", "here")
+        #expect(h.run("GET", "absent") == .bulk("here"))
+        out = RESPWriter(version: .v2)
+        h.engine.executePipeline([get, get], session: h.session, out: &out)
+        #expect(out.bytes == Array("$4\r\nhere\r\n$4\r\nhere\r\n".utf8))
+    }
+
     /// CONFIG SET resizes the cache; 0 empties it and turns it off.
     @Test func configSetResizesTheCache() throws {
         let h = try Self.cached()
