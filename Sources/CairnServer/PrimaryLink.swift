@@ -26,7 +26,7 @@ final class PrimaryLink: @unchecked Sendable {
         self.queue = DispatchQueue(label: "cairn.primary-link.\(generation)")
     }
 
-    func start() { queue.async { self.run() } }
+    func start() { queue.async { withThreadName("cairn-link") { self.run() } } }
 
     private var current: Bool { engine.replication.target(ifGeneration: generation) != nil && !engine.replication.isStopped }
 
