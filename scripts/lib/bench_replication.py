@@ -5,6 +5,7 @@ sync time."""
 import argparse
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -81,9 +82,16 @@ def stop(process):
     process.wait(30)
 
 
+BENCHMARK_CPU = []
+
+
 def benchmark(port, requests):
+    """SET -P 16 throughput; notes redis-benchmark's own CPU per request in BENCHMARK_CPU."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(requests), "-c", "50", "-P", "16",
                           "-d", "100", "-r", "1000000", "-q"], capture_output=True, text=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    BENCHMARK_CPU.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / requests * 1e6)
     m = re.findall(r"([0-9.]+) requests per second", out)
     return float(m[-1]) if m else 0.0
 
@@ -236,16 +244,19 @@ def main():
         ma, mr = median(rounds, "alone"), median(rounds, "replicated")
         print(f"\nSET -P 16 (-c 50 -d 100 -r 1000000, {a.requests:,} requests), medians of {a.rounds} rounds:")
         print(f"  cairnd, no replica  {ma:12,.0f} ops/s")
-        print(f"  cairnd, one replica {mr:12,.0f} ops/s   ratio {mr / ma:.2f} (target >= 0.90)")
+        print(f"  cairnd, one replica {mr:12,.0f} ops/s   ratio {mr / ma:.2f} (target >= 0.90); "
+              "per round " + ", ".join(f"{x['replicated'] / x['alone']:.2f}" for x in rounds))
         ca, cp = median(rounds, "cpu_alone"), median(rounds, "cpu_primary")
         print(f"  the primary's CPU per SET: {ca:.2f} us alone, {cp:.2f} us with a replica ({(cp / ca - 1) * 100:+.0f}%), "
               f"of which its feeder thread {median(rounds, 'cpu_feeder'):.2f} us")
+        print(f"  redis-benchmark's own CPU per request: {statistics.median(BENCHMARK_CPU):.2f} us (all runs)")
         print(f"  the replica's CPU per applied operation: {median(rounds, 'cpu_replica'):.2f} us, "
               f"of which its link thread (receive, parse, write) {median(rounds, 'cpu_link'):.2f} us")
         if a.redis:
             ra, rr = median(redis_rounds, "alone"), median(redis_rounds, "replicated")
             print(f"  redis-server, no replica  {ra:12,.0f} ops/s")
-            print(f"  redis-server, one replica {rr:12,.0f} ops/s   ratio {rr / ra:.2f}")
+            print(f"  redis-server, one replica {rr:12,.0f} ops/s   ratio {rr / ra:.2f}; "
+                  "per round " + ", ".join(f"{x['replicated'] / x['alone']:.2f}" for x in redis_rounds))
             rca, rcp = median(redis_rounds, "cpu_alone"), median(redis_rounds, "cpu_primary")
             print(f"  redis-server's CPU per SET: {rca:.2f} us alone, {rcp:.2f} us with a replica ({(rcp / rca - 1) * 100:+.0f}%); "
                   f"its replica's per SET: {median(redis_rounds, 'cpu_replica'):.2f} us")
