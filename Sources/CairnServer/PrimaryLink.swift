@@ -222,7 +222,15 @@ final class PrimaryLink: @unchecked Sendable {
                 for _ in 0..<100 where current { usleep(20_000) }
                 return
             }
-            let frame = try socket.nextFrame(wait: !unacked && received.isEmpty)
+            let frame: [[UInt8]]?
+            do {
+                frame = try socket.nextFrame(wait: !unacked && received.isEmpty)
+            } catch {
+                // The primary is gone (or the link broke) after sending these: they are
+                // whole, so write them, as they would have been one by one.
+                if !received.isEmpty { _ = try? engine.replication.apply(engine, received, generation: generation) }
+                throw error
+            }
             if let frame {
                 lastHeard = Clock.milliseconds()
                 if ReplicationFrame.isBatch(frame) {
