@@ -17,13 +17,14 @@ import time
 import redis
 
 
-def start(binary, directory, *args, nice=0):
+def start(binary, directory, *args, nice=0, idle=False):
     os.makedirs(directory, exist_ok=True)
     port_file = os.path.join(directory, "port")
     if os.path.exists(port_file):
         os.remove(port_file)
     log = open(os.path.join(directory, "cairnd.log"), "ab")
-    process = subprocess.Popen((["nice", "-n", str(nice)] if nice else []) + [binary, "--port", "0", "--dir", os.path.join(directory, "data"), "--port-file", port_file,
+    prefix = (["chrt", "--idle", "0"] if idle else []) + (["nice", "-n", str(nice)] if nice else [])
+    process = subprocess.Popen(prefix + [binary, "--port", "0", "--dir", os.path.join(directory, "data"), "--port-file", port_file,
                                 "--log-level", "warning", *args], stdout=log, stderr=log)
     deadline = time.time() + 30
     while time.time() < deadline and process.poll() is None:
@@ -146,7 +147,7 @@ def cairn_round(binary, root, rnd, a, lags_ms, lags_seq):
     shutil.rmtree(d)
     d = os.path.join(root, f"primary{rnd}")
     p, port = start(binary, d)
-    r, rport = start(binary, os.path.join(root, f"replica{rnd}"), nice=a.replica_nice)
+    r, rport = start(binary, os.path.join(root, f"replica{rnd}"), nice=a.replica_nice, idle=a.replica_idle)
     pc, rc = redis.Redis(port=port), redis.Redis(port=rport)
     rc.execute_command("REPLICAOF", "127.0.0.1", port)
     wait_synced(pc, rc)
@@ -216,6 +217,8 @@ def main():
     ap.add_argument("--sync-mb", type=int, default=2048, help="the full sync's data set; 0 skips that part")
     ap.add_argument("--replica-nice", type=int, default=0,
                     help="run the replica at this nice level, so on a small machine it takes less of the primary's CPU")
+    ap.add_argument("--replica-idle", action="store_true",
+                    help="run the replica under SCHED_IDLE (chrt --idle): it gets only CPU time nothing else wants")
     ap.add_argument("--no-redis", dest="redis", action="store_false", help="skip the same comparison for redis-server")
     ap.add_argument("--no-lag", dest="lag", action="store_false",
                     help="no lag probe (its reads on the replica cost the replica CPU too)")
