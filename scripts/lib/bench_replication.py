@@ -17,6 +17,9 @@ import time
 import redis
 
 
+CAIRND_ARGS = []
+
+
 def start(binary, directory, *args, nice=0, idle=False):
     os.makedirs(directory, exist_ok=True)
     port_file = os.path.join(directory, "port")
@@ -25,7 +28,7 @@ def start(binary, directory, *args, nice=0, idle=False):
     log = open(os.path.join(directory, "cairnd.log"), "ab")
     prefix = (["chrt", "--idle", "0"] if idle else []) + (["nice", "-n", str(nice)] if nice else [])
     process = subprocess.Popen(prefix + [binary, "--port", "0", "--dir", os.path.join(directory, "data"), "--port-file", port_file,
-                                "--log-level", "warning", *args], stdout=log, stderr=log)
+                                "--log-level", "warning", *CAIRND_ARGS, *args], stdout=log, stderr=log)
     deadline = time.time() + 30
     while time.time() < deadline and process.poll() is None:
         if os.path.exists(port_file) and open(port_file).read().strip():
@@ -222,7 +225,11 @@ def main():
     ap.add_argument("--no-redis", dest="redis", action="store_false", help="skip the same comparison for redis-server")
     ap.add_argument("--no-lag", dest="lag", action="store_false",
                     help="no lag probe (its reads on the replica cost the replica CPU too)")
+    ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                    help="a cairnd option for every cairnd started (e.g. write-buffer-size=16mb); repeatable")
     a = ap.parse_args()
+    for option in a.option:
+        CAIRND_ARGS.extend(["--set", option])
     binary = os.path.join(a.bin, "cairnd")
     root = tempfile.mkdtemp(prefix="bench-replication-")
     try:
