@@ -7,6 +7,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -160,6 +161,12 @@ def cairn_round(binary, root, rnd, a, lags_ms, lags_seq):
         probe.start()
     before, feeder_before = cpu_seconds(p.pid), thread_cpu_seconds(p.pid, "cairn-feeder")
     replica_before, link_before, applied_before = cpu_seconds(r.pid), thread_cpu_seconds(r.pid, "cairn-link"), replica_offset(rc)
+    recorders = []
+    if a.perf and rnd == 0:
+        # Samples of both processes' stacks while the replica applies: `perf report -i FILE`.
+        for pid, name in ((p.pid, "primary"), (r.pid, "replica")):
+            recorders.append(subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(pid), "-o", f"{a.perf}.{name}.data"],
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     f["replicated"] = benchmark(port, a.requests)
     f["cpu_primary"] = (cpu_seconds(p.pid) - before) / a.requests * 1e6
     f["cpu_feeder"] = (thread_cpu_seconds(p.pid, "cairn-feeder") - feeder_before) / a.requests * 1e6
@@ -168,6 +175,9 @@ def cairn_round(binary, root, rnd, a, lags_ms, lags_seq):
         probe.join()
     # The replica's cost per operation it applied, until it caught up.
     wait_synced(pc, rc)
+    for recorder in recorders:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(60)
     applied = replica_offset(rc) - applied_before
     f["cpu_replica"] = (cpu_seconds(r.pid) - replica_before) / applied * 1e6
     f["cpu_link"] = (thread_cpu_seconds(r.pid, "cairn-link") - link_before) / applied * 1e6
@@ -227,7 +237,12 @@ def main():
                     help="no lag probe (its reads on the replica cost the replica CPU too)")
     ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                     help="a cairnd option for every cairnd started (e.g. write-buffer-size=16mb); repeatable")
+    ap.add_argument("--perf", metavar="PREFIX",
+                    help="record the primary's and the replica's CPU samples (perf record -g) in the first round's replicated "
+                         "run into PREFIX.primary.data and PREFIX.replica.data")
     a = ap.parse_args()
+    if a.perf and not shutil.which("perf"):
+        raise SystemExit("--perf needs perf (apt-get install linux-perf)")
     for option in a.option:
         CAIRND_ARGS.extend(["--set", option])
     binary = os.path.join(a.bin, "cairnd")
