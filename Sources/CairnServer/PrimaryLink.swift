@@ -26,7 +26,15 @@ final class PrimaryLink: @unchecked Sendable {
         self.queue = DispatchQueue(label: "cairn.primary-link.\(generation)")
     }
 
-    func start() { queue.async { self.run() } }
+    func start() {
+        queue.async {
+            withThreadName("cairn-link") {
+                // Its writes compare keys in the memtable as a worker's do: no perf counters.
+                Engine.prepareThread()
+                self.run()
+            }
+        }
+    }
 
     private var current: Bool { engine.replication.target(ifGeneration: generation) != nil && !engine.replication.isStopped }
 
@@ -191,6 +199,10 @@ final class PrimaryLink: @unchecked Sendable {
         var takeoverSent = false
         var promoteAsked = false
         var readyAt: UInt64? = nil
+        // Batches read but not yet written: every batch already here is written with the
+        // others in one write where they follow one another (`Replication.apply`).
+        var received: [Replication.ReceivedBatch] = []
+        var receivedBytes = 0
         while true {
             if !takeoverSent && (promoteAsked || engine.replication.takeoverWanted) {
                 out.reset()
@@ -210,28 +222,52 @@ final class PrimaryLink: @unchecked Sendable {
                 for _ in 0..<100 where current { usleep(20_000) }
                 return
             }
-            let frame = try socket.nextFrame(wait: !unacked)
+            let frame: [[UInt8]]?
+            do {
+                frame = try socket.nextFrame(wait: !unacked && received.isEmpty)
+            } catch {
+                // The primary is gone (or the link broke) after sending these: they are
+                // whole, so write them, as they would have been one by one.
+                if !received.isEmpty { _ = try? engine.replication.apply(engine, received, generation: generation) }
+                throw error
+            }
             if let frame {
                 lastHeard = Clock.milliseconds()
-                engine.replication.noteIO(generation: generation)
-                switch ReplicationFrame.name(frame) {
-                case "BATCH":
+                if ReplicationFrame.isBatch(frame) {
+                    // Taken with the others already here, then written together (below).
                     guard frame.count == 3, let sequence = ReplicationFrame.number(frame[1]) else {
                         throw ReplicationSocket.Failure(description: "bad BATCH frame")
                     }
-                    do {
-                        try engine.replication.apply(engine, sequence: sequence, data: frame[2], generation: generation)
-                    } catch .linkEnded {
-                        throw ReplicationSocket.Failure(description: "the replication target changed")
-                    } catch {
-                        logger.error("replication: \(error); the next sync will be a full one")
-                        engine.replication.requireFullSync(generation: generation)
-                        throw error
-                    }
+                    received.append(.init(sequence: sequence, data: frame[2]))
+                    receivedBytes += frame[2].count
+                    if receivedBytes < Replication.joinedBytesLimit { continue }
+                } else if ReplicationFrame.name(frame) == "PING" {
+                    // Answered with an acknowledgement (the primary learns the lag each
+                    // second), once the batches around it are written.
+                    engine.replication.noteIO(generation: generation)
                     unacked = true
-                case "PING":
-                    // Answered with an acknowledgement: the primary learns the lag each second.
-                    unacked = true
+                    continue
+                }
+            }
+            // The hand-over's frames come after the batches before them are written.
+            if !received.isEmpty {
+                engine.replication.noteIO(generation: generation)
+                do {
+                    try engine.replication.apply(engine, received, generation: generation)
+                } catch .linkEnded {
+                    throw ReplicationSocket.Failure(description: "the replication target changed")
+                } catch {
+                    logger.error("replication: \(error); the next sync will be a full one")
+                    engine.replication.requireFullSync(generation: generation)
+                    throw error
+                }
+                received.removeAll(keepingCapacity: true)
+                receivedBytes = 0
+                unacked = true
+            }
+            if let frame, !ReplicationFrame.isBatch(frame) {
+                engine.replication.noteIO(generation: generation)
+                switch ReplicationFrame.name(frame) {
                 case "TAKEOVER-READY":
                     readyAt = frame.count == 2 ? ReplicationFrame.number(frame[1]) : nil
                 case "PROMOTE":

@@ -37,7 +37,7 @@ final class ReplicaFeeder: @unchecked Sendable {
     func start() {
         record.markReplica()
         record.setKillHandler { [weak self] in self?.stopped.store(true, ordering: .relaxed) }
-        queue.async { self.run() }
+        queue.async { withThreadName("cairn-feeder") { self.run() } }
     }
 
     private var name: String { "replica \(record.address) (client \(record.id))" }

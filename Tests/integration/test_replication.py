@@ -754,3 +754,42 @@ def test_watch_on_a_replica_sees_the_primarys_writes(servers, protocol):
         wait_until(lambda: replica_reads.get("k") == b"3")
         with pytest.raises(redis.WatchError):
             tx.execute()
+
+
+def test_a_follower_continues_from_inside_a_batch_the_promoted_replica_joined(servers):
+    """A replica writes batches that arrived together as one; after a failover another replica
+    of the old primary, which stopped part way through those batches, continues from the
+    promoted one with a partial sync that starts inside the joined batch."""
+    primary = servers()
+    a = servers()
+    b = servers()
+    follow(a, primary)
+    follow(b, primary)
+    p = primary.client()
+    p.set("start", 0)
+    wait_until(lambda: caught_up(primary, a, b))
+    report = lambda: replication_report(primary=primary, a=a, b=b)
+    # `a` stops reading: the primary's next batches wait in its socket, to be read at once.
+    os.kill(a.process.pid, signal.SIGSTOP)
+    try:
+        for i in range(5):
+            p.set(f"first:{i}", i)  # one batch each
+        wait_until(lambda: offset(b) == offset(primary), what="b to have the first five", explain=report)
+        b.stop()  # cleanly: it restarts at the end of the fifth batch
+        for i in range(5):
+            p.set(f"second:{i}", i)
+        # The primary's feeder reads its WAL about every millisecond: let it send all ten.
+        time.sleep(0.5)
+    finally:
+        os.kill(a.process.pid, signal.SIGCONT)
+    wait_until(lambda: caught_up(primary, a), what="a to catch up", explain=report)
+    assert a.client().execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    b.start()
+    follow(b, a)
+    wait_until(lambda: caught_up(a, b), what="b to continue from a", explain=report)
+    stats = a.client().info("stats")
+    assert stats["sync_partial_ok"] >= 1 and stats["sync_full"] == 0, report()
+    assert digest(b) == digest(a)
+    assert b.client().get("second:4") == b"4"
+    with open(os.path.join(a.directory, "cairnd.log"), errors="replace") as f:
+        assert "inside the batch at sequence" in f.read(), report()

@@ -1,8 +1,14 @@
-"""scripts/bench-replication: SET -P 16 with and without a replica, replica lag, full sync time."""
+"""scripts/bench-replication: SET -P 16 with and without a replica, for cairnd and for redis-server
+on the same machine with the same redis-benchmark line; the CPU each side spends per operation
+(the primary per SET, its feeder thread, the replica per applied operation); replica lag; full
+sync time."""
 import argparse
 import os
 import re
+import resource
 import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -12,14 +18,18 @@ import time
 import redis
 
 
-def start(binary, directory, *args, nice=0):
+CAIRND_ARGS = []
+
+
+def start(binary, directory, *args, nice=0, idle=False):
     os.makedirs(directory, exist_ok=True)
     port_file = os.path.join(directory, "port")
     if os.path.exists(port_file):
         os.remove(port_file)
     log = open(os.path.join(directory, "cairnd.log"), "ab")
-    process = subprocess.Popen((["nice", "-n", str(nice)] if nice else []) + [binary, "--port", "0", "--dir", os.path.join(directory, "data"), "--port-file", port_file,
-                                "--log-level", "warning", *args], stdout=log, stderr=log)
+    prefix = (["chrt", "--idle", "0"] if idle else []) + (["nice", "-n", str(nice)] if nice else [])
+    process = subprocess.Popen(prefix + [binary, "--port", "0", "--dir", os.path.join(directory, "data"), "--port-file", port_file,
+                                "--log-level", "warning", *CAIRND_ARGS, *args], stdout=log, stderr=log)
     deadline = time.time() + 30
     while time.time() < deadline and process.poll() is None:
         if os.path.exists(port_file) and open(port_file).read().strip():
@@ -35,14 +45,58 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid, name):
+    """CPU time so far of the threads of a process whose name (comm) starts with `name`."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except FileNotFoundError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        if comm.startswith(name):
+            fields = text.rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def start_redis(directory, *args):
+    """A redis-server on a free port with no persistence (Redis's own default is RDB snapshots;
+    here, as cairnd's only disk cost is its WAL, none at all unless `args` ask)."""
+    os.makedirs(directory, exist_ok=True)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    log = open(os.path.join(directory, "redis.log"), "ab")
+    process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, "--save", "",
+                                "--appendonly", "no", *args], stdout=log, stderr=log)
+    deadline = time.time() + 30
+    while time.time() < deadline and process.poll() is None:
+        try:
+            redis.Redis(port=port).ping()
+            return process, port
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    raise SystemExit("redis-server did not start: " + open(os.path.join(directory, "redis.log"), errors="replace").read()[-2000:])
+
+
 def stop(process):
     process.terminate()
     process.wait(30)
 
 
+BENCHMARK_CPU = []
+
+
 def benchmark(port, requests):
+    """SET -P 16 throughput; notes redis-benchmark's own CPU per request in BENCHMARK_CPU."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(requests), "-c", "50", "-P", "16",
                           "-d", "100", "-r", "1000000", "-q"], capture_output=True, text=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    BENCHMARK_CPU.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / requests * 1e6)
     m = re.findall(r"([0-9.]+) requests per second", out)
     return float(m[-1]) if m else 0.0
 
@@ -81,59 +135,162 @@ def pct(values, p):
     return values[min(len(values) - 1, int(len(values) * p))] if values else 0
 
 
+def replica_offset(client):
+    return client.info("replication")["master_repl_offset"]
+
+
+def cairn_round(binary, root, rnd, a, lags_ms, lags_seq):
+    """One round for cairnd: SET alone, then with one replica; CPU per operation of each side."""
+    f = {}
+    d = os.path.join(root, f"alone{rnd}")
+    p, port = start(binary, d)
+    before = cpu_seconds(p.pid)
+    f["alone"] = benchmark(port, a.requests)
+    f["cpu_alone"] = (cpu_seconds(p.pid) - before) / a.requests * 1e6
+    stop(p)
+    shutil.rmtree(d)
+    d = os.path.join(root, f"primary{rnd}")
+    p, port = start(binary, d)
+    r, rport = start(binary, os.path.join(root, f"replica{rnd}"), nice=a.replica_nice, idle=a.replica_idle)
+    pc, rc = redis.Redis(port=port), redis.Redis(port=rport)
+    rc.execute_command("REPLICAOF", "127.0.0.1", port)
+    wait_synced(pc, rc)
+    stop_event = threading.Event()
+    probe = threading.Thread(target=lag_probe, args=(redis.Redis(port=port), redis.Redis(port=rport), stop_event, lags_ms, lags_seq))
+    if a.lag:
+        probe.start()
+    before, feeder_before = cpu_seconds(p.pid), thread_cpu_seconds(p.pid, "cairn-feeder")
+    replica_before, link_before, applied_before = cpu_seconds(r.pid), thread_cpu_seconds(r.pid, "cairn-link"), replica_offset(rc)
+    recorders = []
+    if a.perf and rnd == 0:
+        # Samples of both processes' stacks while the replica applies: `perf report -i FILE`.
+        for pid, name in ((p.pid, "primary"), (r.pid, "replica")):
+            recorders.append(subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(pid), "-o", f"{a.perf}.{name}.data"],
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    f["replicated"] = benchmark(port, a.requests)
+    f["cpu_primary"] = (cpu_seconds(p.pid) - before) / a.requests * 1e6
+    f["cpu_feeder"] = (thread_cpu_seconds(p.pid, "cairn-feeder") - feeder_before) / a.requests * 1e6
+    stop_event.set()
+    if a.lag:
+        probe.join()
+    # The replica's cost per operation it applied, until it caught up.
+    wait_synced(pc, rc)
+    for recorder in recorders:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(60)
+    applied = replica_offset(rc) - applied_before
+    f["cpu_replica"] = (cpu_seconds(r.pid) - replica_before) / applied * 1e6
+    f["cpu_link"] = (thread_cpu_seconds(r.pid, "cairn-link") - link_before) / applied * 1e6
+    f["same"] = pc.execute_command("DEBUG", "DIGEST") == rc.execute_command("DEBUG", "DIGEST")
+    stop(r)
+    stop(p)
+    shutil.rmtree(d)
+    shutil.rmtree(os.path.join(root, f"replica{rnd}"))
+    return f
+
+
+def redis_round(root, rnd, a):
+    """The same for redis-server: SET alone, then with a redis-server replica."""
+    f = {}
+    d = os.path.join(root, f"redis-alone{rnd}")
+    p, port = start_redis(d)
+    before = cpu_seconds(p.pid)
+    f["alone"] = benchmark(port, a.requests)
+    f["cpu_alone"] = (cpu_seconds(p.pid) - before) / a.requests * 1e6
+    stop(p)
+    shutil.rmtree(d)
+    d = os.path.join(root, f"redis-primary{rnd}")
+    p, port = start_redis(d)
+    r, rport = start_redis(os.path.join(root, f"redis-replica{rnd}"), "--replicaof", "127.0.0.1", str(port))
+    pc, rc = redis.Redis(port=port), redis.Redis(port=rport)
+    wait_synced(pc, rc)
+    before, replica_before = cpu_seconds(p.pid), cpu_seconds(r.pid)
+    f["replicated"] = benchmark(port, a.requests)
+    f["cpu_primary"] = (cpu_seconds(p.pid) - before) / a.requests * 1e6
+    wait_synced(pc, rc)
+    f["cpu_replica"] = (cpu_seconds(r.pid) - replica_before) / a.requests * 1e6
+    f["same"] = pc.dbsize() == rc.dbsize()
+    stop(r)
+    stop(p)
+    shutil.rmtree(d)
+    shutil.rmtree(os.path.join(root, f"redis-replica{rnd}"))
+    return f
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=1_000_000)
-    ap.add_argument("--sync-mb", type=int, default=2048)
+    ap.add_argument("--sync-mb", type=int, default=2048, help="the full sync's data set; 0 skips that part")
     ap.add_argument("--replica-nice", type=int, default=0,
                     help="run the replica at this nice level, so on a small machine it takes less of the primary's CPU")
+    ap.add_argument("--replica-idle", action="store_true",
+                    help="run the replica under SCHED_IDLE (chrt --idle): it gets only CPU time nothing else wants")
+    ap.add_argument("--no-redis", dest="redis", action="store_false", help="skip the same comparison for redis-server")
+    ap.add_argument("--no-lag", dest="lag", action="store_false",
+                    help="no lag probe (its reads on the replica cost the replica CPU too)")
+    ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                    help="a cairnd option for every cairnd started (e.g. write-buffer-size=16mb); repeatable")
+    ap.add_argument("--perf", metavar="PREFIX",
+                    help="record the primary's and the replica's CPU samples (perf record -g) in the first round's replicated "
+                         "run into PREFIX.primary.data and PREFIX.replica.data")
     a = ap.parse_args()
+    if a.perf and not shutil.which("perf"):
+        raise SystemExit("--perf needs perf (apt-get install linux-perf)")
+    for option in a.option:
+        CAIRND_ARGS.extend(["--set", option])
     binary = os.path.join(a.bin, "cairnd")
     root = tempfile.mkdtemp(prefix="bench-replication-")
     try:
-        alone, replicated, lags_ms, lags_seq = [], [], [], []
-        cpu_alone, cpu_replicated = [], []
+        print(f"load average at the start: {loadavg()} ({os.cpu_count()} cores)", flush=True)
+        rounds, redis_rounds, lags_ms, lags_seq = [], [], [], []
         for rnd in range(a.rounds):
-            d = os.path.join(root, f"alone{rnd}")
-            p, port = start(binary, d)
-            before = cpu_seconds(p.pid)
-            alone.append(benchmark(port, a.requests))
-            cpu_alone.append((cpu_seconds(p.pid) - before) / a.requests * 1e6)
-            stop(p)
-            shutil.rmtree(d)
-            d = os.path.join(root, f"primary{rnd}")
-            p, port = start(binary, d)
-            r, rport = start(binary, os.path.join(root, f"replica{rnd}"), nice=a.replica_nice)
-            pc, rc = redis.Redis(port=port), redis.Redis(port=rport)
-            rc.execute_command("REPLICAOF", "127.0.0.1", port)
-            wait_synced(pc, rc)
-            stop_event = threading.Event()
-            probe = threading.Thread(target=lag_probe, args=(redis.Redis(port=port), redis.Redis(port=rport), stop_event, lags_ms, lags_seq))
-            probe.start()
-            before = cpu_seconds(p.pid)
-            replicated.append(benchmark(port, a.requests))
-            cpu_replicated.append((cpu_seconds(p.pid) - before) / a.requests * 1e6)
-            stop_event.set()
-            probe.join()
-            wait_synced(pc, rc)
-            same = pc.execute_command("DEBUG", "DIGEST") == rc.execute_command("DEBUG", "DIGEST")
-            stop(r)
-            stop(p)
-            shutil.rmtree(d)
-            shutil.rmtree(os.path.join(root, f"replica{rnd}"))
-            print(f"round {rnd + 1}: SET -P16 alone {alone[-1]:,.0f}/s, with a replica {replicated[-1]:,.0f}/s, digests equal: {same}", flush=True)
-            if not same:
+            f = cairn_round(binary, root, rnd, a, lags_ms, lags_seq)
+            rounds.append(f)
+            print(f"round {rnd + 1}: cairnd SET -P16 alone {f['alone']:,.0f}/s, with a replica {f['replicated']:,.0f}/s "
+                  f"({f['replicated'] / f['alone']:.2f}), digests equal: {f['same']}; load {loadavg()}", flush=True)
+            if not f["same"]:
                 raise SystemExit("the replica's digest differs from the primary's")
-        ma, mr = statistics.median(alone), statistics.median(replicated)
+            if a.redis:
+                g = redis_round(root, rnd, a)
+                redis_rounds.append(g)
+                print(f"round {rnd + 1}: redis-server SET -P16 alone {g['alone']:,.0f}/s, with a replica {g['replicated']:,.0f}/s "
+                      f"({g['replicated'] / g['alone']:.2f}), same key count: {g['same']}; load {loadavg()}", flush=True)
+
+        def median(rs, key):
+            return statistics.median(x[key] for x in rs)
+
+        ma, mr = median(rounds, "alone"), median(rounds, "replicated")
         print(f"\nSET -P 16 (-c 50 -d 100 -r 1000000, {a.requests:,} requests), medians of {a.rounds} rounds:")
-        print(f"  no replica  {ma:12,.0f} ops/s")
-        print(f"  one replica {mr:12,.0f} ops/s   ratio {mr / ma:.2f} (target >= 0.90)")
-        ca, cr = statistics.median(cpu_alone), statistics.median(cpu_replicated)
-        print(f"  the primary's CPU per SET: {ca:.2f} us alone, {cr:.2f} us with a replica ({(cr / ca - 1) * 100:+.0f}%: its feeder)")
-        print(f"replica lag under that load ({len(lags_ms)} probes): p50 {pct(lags_ms, 0.5):.1f} ms, p99 {pct(lags_ms, 0.99):.1f} ms; "
-              f"in sequence numbers p50 {pct(lags_seq, 0.5)}, p99 {pct(lags_seq, 0.99)}")
+        print(f"  cairnd, no replica  {ma:12,.0f} ops/s")
+        print(f"  cairnd, one replica {mr:12,.0f} ops/s   ratio {mr / ma:.2f} (target >= 0.90); "
+              "per round " + ", ".join(f"{x['replicated'] / x['alone']:.2f}" for x in rounds))
+        ca, cp = median(rounds, "cpu_alone"), median(rounds, "cpu_primary")
+        print(f"  the primary's CPU per SET: {ca:.2f} us alone, {cp:.2f} us with a replica ({(cp / ca - 1) * 100:+.0f}%), "
+              f"of which its feeder thread {median(rounds, 'cpu_feeder'):.2f} us")
+        print(f"  redis-benchmark's own CPU per request: {statistics.median(BENCHMARK_CPU):.2f} us (all runs)")
+        print(f"  the replica's CPU per applied operation: {median(rounds, 'cpu_replica'):.2f} us, "
+              f"of which its link thread (receive, parse, write) {median(rounds, 'cpu_link'):.2f} us")
+        if a.redis:
+            ra, rr = median(redis_rounds, "alone"), median(redis_rounds, "replicated")
+            print(f"  redis-server, no replica  {ra:12,.0f} ops/s")
+            print(f"  redis-server, one replica {rr:12,.0f} ops/s   ratio {rr / ra:.2f}; "
+                  "per round " + ", ".join(f"{x['replicated'] / x['alone']:.2f}" for x in redis_rounds))
+            rca, rcp = median(redis_rounds, "cpu_alone"), median(redis_rounds, "cpu_primary")
+            print(f"  redis-server's CPU per SET: {rca:.2f} us alone, {rcp:.2f} us with a replica ({(rcp / rca - 1) * 100:+.0f}%); "
+                  f"its replica's per SET: {median(redis_rounds, 'cpu_replica'):.2f} us")
+        if a.lag:
+            print(f"replica lag under that load ({len(lags_ms)} probes): p50 {pct(lags_ms, 0.5):.1f} ms, p99 {pct(lags_ms, 0.99):.1f} ms; "
+                  f"in sequence numbers p50 {pct(lags_seq, 0.5)}, p99 {pct(lags_seq, 0.99)}")
+        print(f"load average at the end: {loadavg()}", flush=True)
+        if a.sync_mb <= 0:
+            return
 
         # Full sync of a data set of --sync-mb MB (incompressible 100 KB values).
         d = os.path.join(root, "big")

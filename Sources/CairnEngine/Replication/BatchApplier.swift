@@ -10,15 +10,23 @@ import Glibc
 /// the two stay equal. A batch already applied (a resend after a reconnect) is skipped; any
 /// other mismatch stops the link and makes the next sync a full one.
 ///
+/// Batches that arrived together and follow one another (each starts where the one before
+/// ends) are written as one RocksDB write (`SerializedBatch.joined`): one WAL record and one
+/// write group instead of one per batch, which is most of what a small batch costs. Their
+/// operations still take the primary's sequence numbers, since every operation takes the next
+/// one whatever batch it is in. The replica's WAL then holds batch boundaries the primary's did
+/// not; its own feeders start inside such a batch when asked to (`WALFeed`).
+///
 /// Column families are created and dropped outside the WAL, but CF.CREATE and CF.DROP record
 /// the family in the `cairn.meta` family (`family:NAME`) in the same order, so a batch that
 /// puts such a key creates the family on the replica first, and one that deletes it drops the
 /// family first too (the primary dropped it before writing that batch). The put's value
 /// carries the family's merge operator and table options (`FamilySettings`), so the replica's
-/// family is created as the primary's was. A crash between the
-/// family change and the write repeats the batch at restart, and the change is idempotent. CF.CREATE and CF.DROP are serialised on the primary (`Engine.familyChanges`),
-/// so both sides create families in the same order and RocksDB gives them the same ids, which
-/// is how serialized batches name them.
+/// family is created as the primary's was. A crash between the family change and the write
+/// repeats the batch at restart, and the change is idempotent. CF.CREATE and CF.DROP are
+/// serialised on the primary (`Engine.familyChanges`), so both sides create families in the
+/// same order and RocksDB gives them the same ids, which is how serialized batches name them.
+/// Such a batch (and one that changes function libraries) is written alone, never joined.
 ///
 /// The batch is written holding the lock stripes of the keys it changes, which then move
 /// (`ReplicatedWrites`), so a WATCH on the replica fires as it would for a local write.
@@ -39,29 +47,91 @@ extension Replication {
         }
     }
 
+    /// One batch as the primary sent it: its first sequence number and its serialized bytes.
+    public struct ReceivedBatch: Sendable {
+        public var sequence: UInt64
+        public var data: [UInt8]
+        public init(sequence: UInt64, data: [UInt8]) {
+            self.sequence = sequence
+            self.data = data
+        }
+    }
+
+    /// Batches joined into one write reach at most about this many bytes, so one write does
+    /// not hold the keys' stripes (and the link's reports) for long.
+    public static let joinedBytesLimit = 4 << 20
+
     /// Writes one batch from the primary; false when it was applied before (skipped). With a
     /// `generation` (a link's), only while that generation is current.
     @discardableResult
     public func apply(_ engine: Engine, sequence: UInt64, data: [UInt8], generation: Int? = nil) throws(ApplyError) -> Bool {
-        try linkGate.withLock { (_: inout Void) throws(ApplyError) -> Bool in
-            if let generation, generation != self.generation { throw .linkEnded }
-            return try applyGate.withLock { (closed: inout Bool) throws(ApplyError) -> Bool in
-                guard !closed else { throw .storage("the server is stopping") }
-                return try applyOne(engine, sequence: sequence, data: data)
-            }
-        }
+        try apply(engine, [ReceivedBatch(sequence: sequence, data: data)], generation: generation).batches == 1
     }
 
-    private func applyOne(_ engine: Engine, sequence: UInt64, data: [UInt8]) throws(ApplyError) -> Bool {
-        guard data.count >= 12 else { throw .storage("a batch of \(data.count) bytes is not a write batch") }
-        let count = UInt64(data[8]) | UInt64(data[9]) << 8 | UInt64(data[10]) << 16 | UInt64(data[11]) << 24
-        guard count > 0 else { return false }
+    /// Writes `batches` from the primary in order, each run of batches that follow one another
+    /// as one write; returns how many batches were written (the others had been applied before)
+    /// and in how many writes. Stops at the first error: the batches before it stay written.
+    /// With a `generation` (a link's), only while that generation is current.
+    @discardableResult
+    public func apply(_ engine: Engine, _ batches: [ReceivedBatch], generation: Int? = nil) throws(ApplyError) -> (batches: Int, writes: Int) {
+        var at = 0
+        var written = 0
+        var writes = 0
+        while at < batches.count {
+            let run = try linkGate.withLock { (_: inout Void) throws(ApplyError) -> Range<Int> in
+                if let generation, generation != self.generation { throw .linkEnded }
+                return try applyGate.withLock { (closed: inout Bool) throws(ApplyError) -> Range<Int> in
+                    guard !closed else { throw .storage("the server is stopping") }
+                    return try applyRun(engine, batches, from: at)
+                }
+            }
+            if !run.isEmpty {
+                written += run.count
+                writes += 1
+            }
+            at = max(run.upperBound, at + 1)
+        }
+        return (written, writes)
+    }
+
+    /// Writes the batches from `start` on that follow one another with no family event (at
+    /// least the one at `start`); returns the range written, empty when the batch at `start`
+    /// was applied before.
+    private func applyRun(_ engine: Engine, _ batches: [ReceivedBatch], from start: Int) throws(ApplyError) -> Range<Int> {
+        let first = batches[start]
+        guard let firstCount = SerializedBatch.count(first.data) else {
+            throw .storage("a batch of \(first.data.count) bytes is not a write batch")
+        }
+        guard firstCount > 0 else { return start..<start }
         let database = engine.database
         guard !database.isClosed else { throw .storage("the database is being replaced") }
         let latest = database.latestSequenceNumber
-        if sequence + count - 1 <= latest { return false }
-        guard sequence == latest + 1 else { throw .outOfOrder(expected: latest + 1, got: sequence) }
-        let events = FamilyEvents.find(in: data, metaID: metaFamilyID(database))
+        if first.sequence + UInt64(firstCount) - 1 <= latest { return start..<start }
+        guard first.sequence == latest + 1 else { throw .outOfOrder(expected: latest + 1, got: first.sequence) }
+        let metaID = metaFamilyID(database)
+        let events = FamilyEvents.find(in: first.data, metaID: metaID)
+        var end = start + 1
+        var count = UInt64(firstCount)
+        if events.isEmpty {
+            var bytes = first.data.count
+            while end < batches.count && bytes < Self.joinedBytesLimit {
+                let next = batches[end]
+                guard let c = SerializedBatch.count(next.data), c > 0, next.sequence == first.sequence + count,
+                      count + UInt64(c) <= UInt64(UInt32.max),
+                      FamilyEvents.find(in: next.data, metaID: metaID).isEmpty else { break }
+                count += UInt64(c)
+                bytes += next.data.count
+                end += 1
+            }
+        }
+        let data = end == start + 1 ? first.data : SerializedBatch.joined(batches[start..<end].map(\.data), sequence: first.sequence)
+        try write(engine, data, sequence: first.sequence, count: count, events: events)
+        return start..<end
+    }
+
+    /// Writes `data` (a batch from the primary, or several joined) after its family changes.
+    private func write(_ engine: Engine, _ data: [UInt8], sequence: UInt64, count: UInt64, events: FamilyEvents.Found) throws(ApplyError) {
+        let database = engine.database
         do {
             // Before the write, so the offset never shows a batch whose family change is not
             // done yet. A dropped family: the primary dropped it before writing this batch, so
@@ -87,7 +157,6 @@ extension Replication {
         guard after == sequence + count - 1 else {
             throw .storage("after the batch at sequence \(sequence) (\(count) operations) the latest sequence is \(after), not \(sequence + count - 1)")
         }
-        return true
     }
 
     private func metaFamilyID(_ database: Database) -> UInt32? {
@@ -101,13 +170,21 @@ extension Replication {
 enum FamilyEvents {
     struct Created { var name: String; var settings: FamilySettings }
 
+    struct Found {
+        var created: [Created] = []
+        var dropped: [String] = []
+        var functionsChanged = false
+
+        var isEmpty: Bool { created.isEmpty && dropped.isEmpty && !functionsChanged }
+    }
+
     static let marker = Array("family:".utf8)
 
-    static func find(in data: [UInt8], metaID: UInt32?) -> (created: [Created], dropped: [String], functionsChanged: Bool) {
-        guard let metaID else { return ([], [], false) }
+    static func find(in data: [UInt8], metaID: UInt32?) -> Found {
+        guard let metaID else { return Found() }
         let families = contains(data, marker)
         let functions = contains(data, Scripting.libraryKeyPrefix)
-        guard families || functions else { return ([], [], false) }
+        guard families || functions else { return Found() }
         var created: [Created] = []
         var dropped: [String] = []
         var functionsChanged = false
@@ -123,7 +200,7 @@ enum FamilyEvents {
             default: break
             }
         }
-        return (created, dropped, functionsChanged)
+        return Found(created: created, dropped: dropped, functionsChanged: functionsChanged)
     }
 
     /// Whether `needle` occurs in `data`: memchr for its first byte, then a compare (every
@@ -141,91 +218,6 @@ enum FamilyEvents {
                 }
                 return false
             }
-        }
-    }
-}
-
-/// Reads the records of RocksDB's serialized write batch (db/write_batch.cc): after a 12-byte
-/// header (sequence, count), each record is a type byte, for the `ColumnFamily*` types a varint
-/// family id, then length-prefixed key and, for puts and merges, value.
-struct BatchReader {
-    enum Kind { case put, delete, merge, rangeDeletion, logData }
-    struct Record {
-        var kind: Kind
-        var family: UInt32
-        var key: ArraySlice<UInt8>
-        var value: ArraySlice<UInt8>
-    }
-
-    private let data: [UInt8]
-    private var at = 12
-
-    init(_ data: [UInt8]) { self.data = data }
-
-    private mutating func varint() -> UInt32? {
-        var result: UInt32 = 0
-        var shift: UInt32 = 0
-        while at < data.count && shift <= 28 {
-            let b = data[at]
-            at += 1
-            result |= UInt32(b & 0x7F) << shift
-            if b & 0x80 == 0 { return result }
-            shift += 7
-        }
-        return nil
-    }
-
-    private mutating func slice() -> ArraySlice<UInt8>? {
-        guard let n = varint(), at + Int(n) <= data.count else { return nil }
-        defer { at += Int(n) }
-        return data[at..<at + Int(n)]
-    }
-
-    private var stopped = false
-
-    /// Where the next record starts (after `next()`, where the one it returned ends).
-    var offset: Int { at }
-
-    /// Whether every record was read: false after `next()` stopped early, at a type this
-    /// reader does not know or at a malformed record.
-    var readAll: Bool { !stopped && at >= data.count }
-
-    /// The next record, or nil at the end (or at a type this reader does not know).
-    mutating func next() -> Record? {
-        guard !stopped, at < data.count else { return nil }
-        if let record = read() { return record }
-        stopped = true
-        return nil
-    }
-
-    private mutating func read() -> Record? {
-        let tag = data[at]
-        at += 1
-        var family: UInt32 = 0
-        // Types with a family id: ColumnFamilyDeletion 4, Value 5, Merge 6, SingleDeletion 8,
-        // RangeDeletion 14.
-        if [4, 5, 6, 8, 14].contains(tag) {
-            guard let f = varint() else { return nil }
-            family = f
-        }
-        switch tag {
-        case 0, 4, 7, 8:  // deletions
-            guard let key = slice() else { return nil }
-            return Record(kind: .delete, family: family, key: key, value: [])
-        case 1, 5:  // values
-            guard let key = slice(), let value = slice() else { return nil }
-            return Record(kind: .put, family: family, key: key, value: value)
-        case 2, 6:  // merges
-            guard let key = slice(), let value = slice() else { return nil }
-            return Record(kind: .merge, family: family, key: key, value: value)
-        case 14, 15:  // range deletions: key is the start, value the end
-            guard let key = slice(), let value = slice() else { return nil }
-            return Record(kind: .rangeDeletion, family: family, key: key, value: value)
-        case 3:  // log data
-            guard slice() != nil else { return nil }
-            return Record(kind: .logData, family: 0, key: [], value: [])
-        default:
-            return nil
         }
     }
 }

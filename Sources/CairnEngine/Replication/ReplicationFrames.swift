@@ -66,6 +66,11 @@ public enum ReplicationFrame {
         out.bulk("TAKEOVER")
     }
 
+    /// Whether a frame is `BATCH`: asked of every frame a replica reads, so without a String.
+    public static func isBatch(_ frame: [[UInt8]]) -> Bool {
+        frame.first?.elementsEqual("BATCH".utf8) ?? false
+    }
+
     /// A frame's name, upper-cased.
     public static func name(_ frame: [[UInt8]]) -> String {
         String(decoding: frame.first ?? [], as: UTF8.self).uppercased()

@@ -2,7 +2,9 @@ public import RESP
 import Rocks
 
 /// A primary's reader of its own WAL for one replica: the write batches from `next` on, as
-/// `BATCH` frames, read as they are written.
+/// `BATCH` frames, read as they are written. When `next` falls inside a batch (one a replica
+/// wrote joined from its primary's, read now that it is a primary or has replicas of its own),
+/// the first frame is the rest of that batch from `next` on.
 ///
 /// The iterator is kept between reads: RocksDB's reads on in its WAL file, and only when the
 /// writes moved to a newer file is a new one made (finding the position again means reading
@@ -58,11 +60,17 @@ public final class WALFeed: @unchecked Sendable {
                 }
                 while out.bytes.count < maxBytes, let entry = try iterator?.next() {
                     if entry.count == 0 || entry.sequence + UInt64(entry.count) <= next { continue }
-                    guard entry.sequence == next else {
+                    if entry.sequence == next {
+                        ReplicationFrame.batch(sequence: entry.sequence, data: entry.data, into: &out)
+                    } else if entry.sequence < next, let rest = SerializedBatch.suffix(of: entry.data, startingAt: entry.sequence, from: next) {
+                        // A batch this server wrote joined from its primary's (BatchApplier):
+                        // the follower has its first operations.
+                        engine.logger.notice("continuing from sequence \(next), inside the batch at sequence \(entry.sequence) (\(entry.count) operations)")
+                        ReplicationFrame.batch(sequence: next, data: rest, into: &out)
+                    } else {
                         iterator = nil
                         return .failure(Ended(description: "the WAL has no batch starting at sequence \(next) (found \(entry.sequence))"))
                     }
-                    ReplicationFrame.batch(sequence: entry.sequence, data: entry.data, into: &out)
                     next = entry.sequence + UInt64(entry.count)
                     sent += 1
                 }
@@ -88,10 +96,12 @@ extension Replication {
         if sequence == latest + 1 { return true }
         guard sequence <= latest else { return false }
         guard let iterator = try? database.updates(since: sequence) else { return false }
-        // The first batch with operations that is not wholly before `sequence` must start there.
+        // The first batch with operations that is not wholly before `sequence` must start there,
+        // or hold it (a joined batch, BatchApplier) and be readable up to it.
         while let entry = try? iterator.next() {
             if entry.count == 0 || entry.sequence + UInt64(entry.count) <= sequence { continue }
             return entry.sequence == sequence
+                || SerializedBatch.suffix(of: entry.data, startingAt: entry.sequence, from: sequence) != nil
         }
         return false
     }
