@@ -19,15 +19,22 @@ import redis
 
 
 CAIRND_ARGS = []
+# With --replica-own-core: CPU lists for the primary and redis-benchmark, and for the replica.
+PRIMARY_CPUS = None
+REPLICA_CPUS = None
 
 
-def start(binary, directory, *args, nice=0, idle=False):
+def pinned(cpus):
+    return ["taskset", "-c", cpus] if cpus else []
+
+
+def start(binary, directory, *args, nice=0, idle=False, cpus=None):
     os.makedirs(directory, exist_ok=True)
     port_file = os.path.join(directory, "port")
     if os.path.exists(port_file):
         os.remove(port_file)
     log = open(os.path.join(directory, "cairnd.log"), "ab")
-    prefix = (["chrt", "--idle", "0"] if idle else []) + (["nice", "-n", str(nice)] if nice else [])
+    prefix = pinned(cpus) + (["chrt", "--idle", "0"] if idle else []) + (["nice", "-n", str(nice)] if nice else [])
     process = subprocess.Popen(prefix + [binary, "--port", "0", "--dir", os.path.join(directory, "data"), "--port-file", port_file,
                                 "--log-level", "warning", *CAIRND_ARGS, *args], stdout=log, stderr=log)
     deadline = time.time() + 30
@@ -61,7 +68,7 @@ def thread_cpu_seconds(pid, name):
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def start_redis(directory, *args):
+def start_redis(directory, *args, cpus=None):
     """A redis-server on a free port with no persistence (Redis's own default is RDB snapshots;
     here, as cairnd's only disk cost is its WAL, none at all unless `args` ask)."""
     os.makedirs(directory, exist_ok=True)
@@ -70,7 +77,7 @@ def start_redis(directory, *args):
     port = s.getsockname()[1]
     s.close()
     log = open(os.path.join(directory, "redis.log"), "ab")
-    process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, "--save", "",
+    process = subprocess.Popen(pinned(cpus) + ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, "--save", "",
                                 "--appendonly", "no", *args], stdout=log, stderr=log)
     deadline = time.time() + 30
     while time.time() < deadline and process.poll() is None:
@@ -93,7 +100,7 @@ BENCHMARK_CPU = []
 def benchmark(port, requests):
     """SET -P 16 throughput; notes redis-benchmark's own CPU per request in BENCHMARK_CPU."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(requests), "-c", "50", "-P", "16",
+    out = subprocess.run(pinned(PRIMARY_CPUS) + ["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(requests), "-c", "50", "-P", "16",
                           "-d", "100", "-r", "1000000", "-q"], capture_output=True, text=True).stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     BENCHMARK_CPU.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / requests * 1e6)
@@ -143,15 +150,15 @@ def cairn_round(binary, root, rnd, a, lags_ms, lags_seq):
     """One round for cairnd: SET alone, then with one replica; CPU per operation of each side."""
     f = {}
     d = os.path.join(root, f"alone{rnd}")
-    p, port = start(binary, d)
+    p, port = start(binary, d, cpus=PRIMARY_CPUS)
     before = cpu_seconds(p.pid)
     f["alone"] = benchmark(port, a.requests)
     f["cpu_alone"] = (cpu_seconds(p.pid) - before) / a.requests * 1e6
     stop(p)
     shutil.rmtree(d)
     d = os.path.join(root, f"primary{rnd}")
-    p, port = start(binary, d)
-    r, rport = start(binary, os.path.join(root, f"replica{rnd}"), nice=a.replica_nice, idle=a.replica_idle)
+    p, port = start(binary, d, cpus=PRIMARY_CPUS)
+    r, rport = start(binary, os.path.join(root, f"replica{rnd}"), nice=a.replica_nice, idle=a.replica_idle, cpus=REPLICA_CPUS)
     pc, rc = redis.Redis(port=port), redis.Redis(port=rport)
     rc.execute_command("REPLICAOF", "127.0.0.1", port)
     wait_synced(pc, rc)
@@ -193,15 +200,15 @@ def redis_round(root, rnd, a):
     """The same for redis-server: SET alone, then with a redis-server replica."""
     f = {}
     d = os.path.join(root, f"redis-alone{rnd}")
-    p, port = start_redis(d)
+    p, port = start_redis(d, cpus=PRIMARY_CPUS)
     before = cpu_seconds(p.pid)
     f["alone"] = benchmark(port, a.requests)
     f["cpu_alone"] = (cpu_seconds(p.pid) - before) / a.requests * 1e6
     stop(p)
     shutil.rmtree(d)
     d = os.path.join(root, f"redis-primary{rnd}")
-    p, port = start_redis(d)
-    r, rport = start_redis(os.path.join(root, f"redis-replica{rnd}"), "--replicaof", "127.0.0.1", str(port))
+    p, port = start_redis(d, cpus=PRIMARY_CPUS)
+    r, rport = start_redis(os.path.join(root, f"redis-replica{rnd}"), "--replicaof", "127.0.0.1", str(port), cpus=REPLICA_CPUS)
     pc, rc = redis.Redis(port=port), redis.Redis(port=rport)
     wait_synced(pc, rc)
     before, replica_before = cpu_seconds(p.pid), cpu_seconds(r.pid)
@@ -232,6 +239,9 @@ def main():
                     help="run the replica at this nice level, so on a small machine it takes less of the primary's CPU")
     ap.add_argument("--replica-idle", action="store_true",
                     help="run the replica under SCHED_IDLE (chrt --idle): it gets only CPU time nothing else wants")
+    ap.add_argument("--replica-own-core", action="store_true",
+                    help="the replica on the last CPU, the primary and redis-benchmark on the others (as when the "
+                         "replica runs on another host: the primary's cores are not shared with it)")
     ap.add_argument("--no-redis", dest="redis", action="store_false", help="skip the same comparison for redis-server")
     ap.add_argument("--no-lag", dest="lag", action="store_false",
                     help="no lag probe (its reads on the replica cost the replica CPU too)")
@@ -245,6 +255,14 @@ def main():
         raise SystemExit("--perf needs perf (apt-get install linux-perf)")
     for option in a.option:
         CAIRND_ARGS.extend(["--set", option])
+    if a.replica_own_core:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise SystemExit("--replica-own-core needs two CPUs or more")
+        global PRIMARY_CPUS, REPLICA_CPUS
+        PRIMARY_CPUS = ",".join(map(str, cpus[:-1]))
+        REPLICA_CPUS = str(cpus[-1])
+        print(f"primary and redis-benchmark on CPU {PRIMARY_CPUS}, the replica on CPU {REPLICA_CPUS}", flush=True)
     binary = os.path.join(a.bin, "cairnd")
     root = tempfile.mkdtemp(prefix="bench-replication-")
     try:
