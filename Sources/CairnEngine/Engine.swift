@@ -408,7 +408,7 @@ public final class Engine: @unchecked Sendable {
                 let hash = KeyLocks.hash(r[1], in: family)
                 switch cache.lookup(r[1], in: family, hash: hash, locks: locks, now: now) {
                 case .hit(let stored): cached[i] = stored
-                case .miss: missed.append((i, hash, locks.unlockedVersion(ofStripe: locks.stripe(ofHash: hash))))
+                case .miss: missed.append((i, hash, locks.cacheVersion(ofHash: hash)))
                 case .busy: missed.append((i, hash, nil))
                 }
             }

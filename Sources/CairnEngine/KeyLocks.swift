@@ -30,6 +30,15 @@ final class KeyLocks: @unchecked Sendable {
     /// without it.
     private let versions: UnsafeMutablePointer<Atomic<UInt64>>
     private let count: Int
+    /// For the value cache, which needs finer invalidation than 1 stripe in 4096: a version per
+    /// slot of key hashes (`keySlots` of them), moved by writes that name their key
+    /// (`changed(_:in:)`), and a version per stripe moved only by writes that name just stripes
+    /// (`changed(stripe:)`: EXEC, scripts, replicated batches, big writes, changes to every
+    /// stripe). A plain SET then invalidates the few cached keys of its slot, not the 250 of
+    /// its stripe. Written under the stripe's mutex, like `versions`.
+    private let keyVersions: UnsafeMutablePointer<Atomic<UInt32>>
+    private let stripeOnlyVersions: UnsafeMutablePointer<Atomic<UInt32>>
+    static let keySlots = 1 << 18
 
     /// Writes of at least this many keys claim them instead of holding their stripes.
     static let claimThreshold = 1024
@@ -66,6 +75,10 @@ final class KeyLocks: @unchecked Sendable {
         mutexes = .allocate(capacity: count)
         versions = .allocate(capacity: count)
         for i in 0..<count { (versions + i).initialize(to: Atomic(0)) }
+        keyVersions = .allocate(capacity: KeyLocks.keySlots)
+        for i in 0..<KeyLocks.keySlots { (keyVersions + i).initialize(to: Atomic(0)) }
+        stripeOnlyVersions = .allocate(capacity: count)
+        for i in 0..<count { (stripeOnlyVersions + i).initialize(to: Atomic(0)) }
         for i in 0..<count { pthread_mutex_init(mutexes + i, nil) }
         pthread_mutex_init(&claimMutex, nil)
         pthread_cond_init(&claimEnded, nil)
@@ -77,6 +90,10 @@ final class KeyLocks: @unchecked Sendable {
         mutexes.deallocate()
         versions.deinitialize(count: count)
         versions.deallocate()
+        keyVersions.deinitialize(count: KeyLocks.keySlots)
+        keyVersions.deallocate()
+        stripeOnlyVersions.deinitialize(count: count)
+        stripeOnlyVersions.deallocate()
     }
 
     func stripe(for key: some Sequence<UInt8>, in family: Family) -> Int {
@@ -95,13 +112,26 @@ final class KeyLocks: @unchecked Sendable {
         Int(truncatingIfNeeded: h ^ (h >> 29)) & (count - 1)
     }
 
-    /// Runs `body` with the stripe's version if no one holds the stripe now (a try-lock: a
+    private func keySlot(ofHash h: UInt64) -> Int {
+        Int(truncatingIfNeeded: (h &* 0x9E37_79B9_7F4A_7C15) >> 46) & (KeyLocks.keySlots - 1)
+    }
+
+    /// The value cache's version of a key (its hash's slot version and its stripe's
+    /// stripe-only version), read without the stripe's mutex: before a read from RocksDB whose
+    /// result the cache will hold.
+    func cacheVersion(ofHash h: UInt64) -> UInt64 {
+        let stripeOnly = stripeOnlyVersions[stripe(ofHash: h)].load(ordering: .acquiring)
+        return UInt64(stripeOnly) << 32 | UInt64(keyVersions[keySlot(ofHash: h)].load(ordering: .acquiring))
+    }
+
+    /// Runs `body` with the key's `cacheVersion` if no one holds its stripe now (a try-lock: a
     /// writer holding it may have landed a write it has not counted yet); nil when it is held.
-    /// The value cache's check: nothing changes the stripe's keys while `body` runs.
-    func withStripeIfFree<R>(_ index: Int, _ body: (UInt64) -> R) -> R? {
+    /// The value cache's check: nothing changes the key while `body` runs.
+    func withKeyIfFree<R>(hash h: UInt64, _ body: (UInt64) -> R) -> R? {
+        let index = stripe(ofHash: h)
         guard pthread_mutex_trylock(mutexes + index) == 0 else { return nil }
         defer { pthread_mutex_unlock(mutexes + index) }
-        return body(versions[index].load(ordering: .relaxed))
+        return body(cacheVersion(ofHash: h))
     }
 
     func version(ofStripe index: Int) -> UInt64 {
@@ -151,7 +181,14 @@ final class KeyLocks: @unchecked Sendable {
     /// stripe and calls this after the write landed (a WATCH then sees the new version only
     /// together with the new value).
     func changed(_ key: [UInt8], in family: Family) {
-        changed(stripe: stripe(for: key, in: family))
+        let h = KeyLocks.hash(key, in: family)
+        let index = stripe(ofHash: h)
+        if let claim = pthread_getspecific(currentClaim) {
+            Unmanaged<Claim>.fromOpaque(claim).takeUnretainedValue().changed.insert(index)
+            return
+        }
+        versions[index].wrappingAdd(1, ordering: .releasing)
+        keyVersions[keySlot(ofHash: h)].wrappingAdd(1, ordering: .releasing)
     }
 
     /// Records a change to a key of stripe `index`, which the caller holds (or has claimed:
@@ -162,6 +199,7 @@ final class KeyLocks: @unchecked Sendable {
             return
         }
         versions[index].wrappingAdd(1, ordering: .releasing)
+        stripeOnlyVersions[index].wrappingAdd(1, ordering: .releasing)
     }
 
     /// Records a change to unknown keys; the caller holds every stripe (`withEveryStripe`).
@@ -201,7 +239,10 @@ final class KeyLocks: @unchecked Sendable {
         defer {
             pthread_setspecific(currentClaim, nil)
             lockAll()
-            for i in claim.changed { versions[i].wrappingAdd(1, ordering: .releasing) }
+            for i in claim.changed {
+                versions[i].wrappingAdd(1, ordering: .releasing)
+                stripeOnlyVersions[i].wrappingAdd(1, ordering: .releasing)
+            }
             pthread_mutex_lock(&claimMutex)
             claims.removeAll { $0 === claim }
             claimCount.subtract(1, ordering: .relaxed)

@@ -126,7 +126,7 @@ extension Call {
                 }
                 return try result.get()
             case .miss:
-                fill = (hash, engine.locks.unlockedVersion(ofStripe: engine.locks.stripe(ofHash: hash)))
+                fill = (hash, engine.locks.cacheVersion(ofHash: hash))
             case .busy:
                 break
             }

@@ -8,15 +8,15 @@ import Synchronization
 ///
 /// An entry holds a key's stored bytes (header and payload, as RocksDB returned them, so expiry
 /// and type are decided exactly as for a read from RocksDB), or no bytes for a key RocksDB did
-/// not have (a cache-aside client reads missing keys often), and the version its key-lock
-/// stripe had before that read. Every write to a key moves its stripe's version while holding the
-/// stripe (`KeyLocks.changed`, what WATCH relies on): local writes, EXEC and scripts, a
-/// replica's applied batches, FLUSHDB, DELRANGE, CF.DROP and a restore (which move every
-/// stripe). So an entry is valid exactly while its stripe still has that version and no writer
-/// holds the stripe: `lookup` takes the stripe with a try-lock (a writer in the middle of its
-/// write, landed but not yet counted, makes it fall back to RocksDB) and compares. Nothing
-/// invalidates entries one by one, and no write path knows about the cache; a write to any key
-/// of a stripe (1 in 4096) costs the stripe's other entries a read.
+/// not have (a cache-aside client reads missing keys often), and the key's cache version
+/// (`KeyLocks.cacheVersion`) before that read. Every write to a key moves that version while
+/// holding the key's stripe (`KeyLocks.changed`, what WATCH relies on): a write that names its
+/// key moves its key slot's version (1 slot in 262,144), one that names only stripes (EXEC,
+/// scripts, a replica's applied batches) its stripe's, and FLUSHDB, DELRANGE, CF.DROP and a
+/// restore move every stripe's. So an entry is valid exactly while the key's version is
+/// unchanged and no writer holds its stripe: `lookup` takes the stripe with a try-lock (a writer
+/// in the middle of its write, landed but not yet counted, makes it fall back to RocksDB) and
+/// compares. Nothing invalidates entries one by one, and no write path knows about the cache.
 ///
 /// A big write committed in pieces (`KeyLocks`' claims) moves its versions only when it ends,
 /// so while any claim is open the cache is not used at all. Reads through a snapshot or inside a
@@ -161,7 +161,7 @@ final class ValueCache: @unchecked Sendable {
         case busy
     }
 
-    /// The stored bytes of `key` if the cache holds them at its stripe's current version and no
+    /// The stored bytes of `key` if the cache holds them at the key's current version and no
     /// writer holds the stripe now. A value that has expired by `now` is dropped and missed: the
     /// read from RocksDB then reaps it as before.
     func lookup(_ key: [UInt8], in family: Family, hash: UInt64, locks: KeyLocks, now: Int64) -> Found {
@@ -169,7 +169,7 @@ final class ValueCache: @unchecked Sendable {
         guard !locks.hasClaims else { return .busy }
         let k = Key(family: ObjectIdentifier(family), bytes: key, hash: hash)
         let mixed = ValueCache.mixed(hash) | 1
-        let found: [UInt8]?? = locks.withStripeIfFree(locks.stripe(ofHash: hash)) { version in
+        let found: [UInt8]?? = locks.withKeyIfFree(hash: hash) { version in
             shards[shard(hash)].state.withLock { s -> [UInt8]? in
                 guard let i = s.index[k] else { return nil }
                 let stored = s.slots[i].stored
@@ -198,7 +198,7 @@ final class ValueCache: @unchecked Sendable {
 
     /// Remembers the stored bytes `raw` of `key` (nil: RocksDB has no such key), read from
     /// RocksDB after its stripe's version was `version` (read before the read, with
-    /// `KeyLocks.unlockedVersion`).
+    /// `KeyLocks.cacheVersion`).
     func fill(_ key: [UInt8], in family: Family, hash: UInt64, version: UInt64, raw: UnsafeRawBufferPointer?, locks: KeyLocks) {
         guard (raw?.count ?? 0) <= ValueCache.largestValue, isEnabled, !locks.hasClaims else { return }
         let k = Key(family: ObjectIdentifier(family), bytes: key, hash: hash)

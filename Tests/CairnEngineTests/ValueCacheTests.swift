@@ -189,6 +189,34 @@ import Testing
         #expect(out.bytes == Array("$4\r\nhere\r\n$4\r\nhere\r\n".utf8))
     }
 
+    /// A SET of another key of the same lock stripe leaves a cached key cached (writes that
+    /// name their key move only their key's slot), while an EXEC's write to it, which moves the
+    /// stripe, makes it read again; the answers are right either way.
+    @Test func neighboursInAStripeInvalidateOnlyThroughStripeWrites() throws {
+        let h = try Self.cached()
+        let family = h.session.family
+        let stripe = h.engine.locks.stripe(for: Array("k".utf8), in: family)
+        guard let neighbour = (0..<100_000).lazy.map({ "n\($0)" }).first(where: {
+            h.engine.locks.stripe(for: Array($0.utf8), in: family) == stripe
+        }) else { Issue.record("no key shares k's stripe"); return }
+        h.run("SET", "k", "1")
+        Self.warm(h, "k", expect: .bulk("1"))
+        h.run("SET", neighbour, "x")
+        var before = Self.hits(h)
+        #expect(h.run("GET", "k") == .bulk("1"))
+        #expect(Self.hits(h) == before + 1)
+        h.run("MULTI")
+        h.run("SET", neighbour, "y")
+        h.run("EXEC")
+        before = Self.hits(h)
+        #expect(h.run("GET", "k") == .bulk("1"))
+        #expect(Self.hits(h) == before)
+        h.run("MULTI")
+        h.run("SET", "k", "2")
+        h.run("EXEC")
+        #expect(h.run("GET", "k") == .bulk("2"))
+    }
+
     /// CONFIG SET resizes the cache; 0 empties it and turns it off.
     @Test func configSetResizesTheCache() throws {
         let h = try Self.cached()
