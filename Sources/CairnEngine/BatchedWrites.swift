@@ -91,9 +91,9 @@ extension Engine {
     /// fires the WATCHes of what it changed. The caller holds the stripes of every key written
     /// (or every stripe, when the transaction may change unknown keys).
     func commit(_ tx: Transaction) throws(CommandError) {
-        guard tx.batch.count > 0 else { return }
+        guard !tx.isEmpty else { return }
         let options = writeOptions
-        try storage("commit") { try writeClaimed(tx.batch, options: options) }
+        try storage("commit") { try tx.withBatch { batch in try writeClaimed(batch, options: options) } }
         if tx.changedUnknownKeys {
             locks.changedEveryStripe()
         } else {

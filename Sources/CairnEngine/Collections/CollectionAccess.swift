@@ -16,9 +16,14 @@ struct CollectionChange {
     private(set) var deletes: [[UInt8]] = []
 
     init(key: [UInt8], meta: CollectionMetadata, family: String, existed: Bool) {
+        self.init(key: key, meta: meta, prefix: MemberKeys.prefix(family: family, key: key, version: meta.version), existed: existed)
+    }
+
+    /// With the prefix of `meta.version` already known (a transaction's staged collection).
+    init(key: [UInt8], meta: CollectionMetadata, prefix: [UInt8], existed: Bool) {
         self.key = key
         self.meta = meta
-        self.prefix = MemberKeys.prefix(family: family, key: key, version: meta.version)
+        self.prefix = prefix
         self.existed = existed
     }
 
@@ -51,7 +56,8 @@ extension Call {
     /// The live metadata of collection `key`, nil when the key is missing or expired;
     /// WRONGTYPE when it holds another type.
     func collection(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionMetadata? {
-        try withStored(key) { (stored: KeyType?, payload: UnsafeRawBufferPointer?, expiresAt: Int64?) throws(CommandError) -> CollectionMetadata? in
+        if let staged = try stagedCollection(key, type) { return staged.meta.size == 0 ? nil : staged.meta }
+        return try withStored(key) { (stored: KeyType?, payload: UnsafeRawBufferPointer?, expiresAt: Int64?) throws(CommandError) -> CollectionMetadata? in
             guard let stored, let payload else { return nil }
             guard stored == type else { throw .wrongType }
             return CollectionMetadata(type: type, payload: payload, expiresAt: expiresAt)
@@ -61,6 +67,9 @@ extension Call {
     /// The change to make to collection `key`: its current metadata, or a new empty collection
     /// with a fresh version. WRONGTYPE when the key holds another type. Call under `locked`.
     func change(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionChange {
+        if let staged = try stagedCollection(key, type), staged.meta.size > 0 {
+            return CollectionChange(key: key, meta: staged.meta, prefix: staged.prefix, existed: true)
+        }
         if let meta = try collection(key, type) {
             return CollectionChange(key: key, meta: meta, family: family.name, existed: true)
         }
@@ -74,6 +83,16 @@ extension Call {
                                  family: family.name, existed: false)
         c.replaces = true
         return c
+    }
+
+    /// The collection the running transaction staged at `key` (size 0: deleted), decoded, when
+    /// it does not expire: what `withStored` would decode from the staged bytes, without
+    /// encoding them first. Expiring ones take the general path (its expiry check). WRONGTYPE
+    /// when the staged collection is of another type.
+    private func stagedCollection(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> Transaction.StagedCollection? {
+        guard let tx = session.transaction, let staged = tx.stagedCollection(key, in: family.name), staged.meta.expiresAt == nil else { return nil }
+        if staged.meta.size > 0 && staged.meta.type != type { throw .wrongType }
+        return staged
     }
 
     /// The value of one member entry, or nil.
@@ -169,17 +188,10 @@ extension Call {
         guard !changes.isEmpty else { return }
         if let tx = session.transaction {
             for c in changes {
-                for (k, v) in c.puts {
-                    tx.batch.put(k, v, in: members)
-                    tx.overlay[Engine.membersFamilyName, default: [:]][ByteKey(k)] = .some(v)
-                }
-                for k in c.deletes {
-                    tx.batch.delete(k, in: members)
-                    tx.overlay[Engine.membersFamilyName, default: [:]][ByteKey(k)] = .some(nil)
-                }
-                let stored: [UInt8]? = c.meta.size == 0 ? nil : c.meta.stored
-                if let stored { tx.batch.put(c.key, stored, in: family.handle) } else { tx.batch.delete(c.key, in: family.handle) }
-                tx.overlay[family.name, default: [:]][ByteKey(c.key)] = .some(stored)
+                for (k, v) in c.puts { tx.putMember(k, v, in: members) }
+                for k in c.deletes { tx.deleteMember(k, in: members) }
+                // Written once, at commit, however many commands of the transaction change it.
+                tx.stage(c.key, c.meta, prefix: c.prefix, in: family)
                 tx.changedStripes.insert(engine.locks.stripe(for: c.key, in: family))
             }
             return

@@ -1,0 +1,163 @@
+import Rocks
+
+/// The writes of one EXEC, script or batched run: a RocksDB write batch plus an overlay so later
+/// commands of the same transaction read what earlier ones wrote.
+///
+/// Collections' metadata is staged apart from the batch (`stage(_:)`): sixteen HSETs of one
+/// hash in a group change its metadata sixteen times, but only the last state is written, once.
+/// The batch's order still matters when another operation of the same transaction writes the
+/// same key or a range over it (SET of the key after an HSET, DEL, DELRANGE, FLUSHDB, MERGE), so
+/// the rule is: **every write to the batch other than a member entry first writes the staged
+/// metadata** (`writeStagedMetadata`). Staged metadata is therefore always newer than anything
+/// in the batch for its key, and writing it at any moment is correct. Member entries live in the
+/// members family, where no metadata and no user key is ever written, so their order against the
+/// staged metadata does not matter; against each other and against FLUSHDB's range deletion of
+/// the members family they stay in the order they were made.
+final class Transaction {
+    /// Written only through the methods below, which keep the rule above.
+    private var batch = WriteBatch()
+    /// Per family name, per key: the stored bytes (header included) or nil when deleted. A
+    /// collection's staged metadata is not here until written (`staged(_:in:)` reads both).
+    private(set) var overlay: [String: [ByteKey: [UInt8]?]] = [:]
+    /// Families FLUSHDB'd inside this transaction: keys not in the overlay read as missing.
+    private(set) var cleared: Set<String> = []
+    /// Ranges `[lower, end)` DELRANGE'd inside this transaction, per family: keys in them not
+    /// written again since read as missing.
+    private(set) var deletedRanges: [String: [(lower: [UInt8], end: [UInt8])]] = [:]
+    /// Lock stripes of the keys this transaction wrote: EXEC moves their versions once the
+    /// batch committed, so WATCHes fire only for a transaction that changed something.
+    var changedStripes: Set<Int> = []
+    /// Set by FLUSHDB and DELRANGE inside the transaction: any key may change.
+    private(set) var changedUnknownKeys = false
+    /// Collections' latest metadata not yet in `batch`, per family name, per key.
+    private var stagedMetadata: [String: [ByteKey: StagedCollection]] = [:]
+
+    /// A collection's metadata as the transaction last changed it, with what reading it again
+    /// would otherwise recompute (the decoded metadata, its members' key prefix).
+    struct StagedCollection {
+        let handle: ColumnFamily
+        /// A size of 0 deletes the key.
+        var meta: CollectionMetadata
+        /// `MemberKeys.prefix` of this version.
+        var prefix: [UInt8]
+    }
+
+    /// Whether nothing was written (a read-only EXEC, a script that wrote nothing).
+    var isEmpty: Bool { batch.count == 0 && stagedMetadata.isEmpty }
+
+    /// What this transaction staged for `key`: `.some(bytes)`, `.some(nil)` when it deleted
+    /// the key (directly, by FLUSHDB or by DELRANGE), or nil when the database decides.
+    func staged(_ key: [UInt8], in family: String) -> [UInt8]?? {
+        if !stagedMetadata.isEmpty, let c = stagedMetadata[family]?[ByteKey(key)] { return .some(c.meta.size == 0 ? nil : c.meta.stored) }
+        if let value = overlay[family]?[ByteKey(key)] { return value }
+        if cleared.contains(family) { return .some(nil) }
+        for r in deletedRanges[family] ?? [] where !key.lexicographicallyPrecedes(r.lower) && key.lexicographicallyPrecedes(r.end) {
+            return .some(nil)
+        }
+        return nil
+    }
+
+    /// The metadata this transaction staged for collection `key` and not yet wrote, if any.
+    func stagedCollection(_ key: [UInt8], in family: String) -> StagedCollection? {
+        stagedMetadata.isEmpty ? nil : stagedMetadata[family]?[ByteKey(key)]
+    }
+
+    // MARK: writes
+
+    /// Stages a collection's new metadata (deleting the key when its size is 0); written to the
+    /// batch once, at commit or before the next write that is not a member entry.
+    func stage(_ key: [UInt8], _ meta: CollectionMetadata, prefix: [UInt8], in family: Family) {
+        stagedMetadata[family.name, default: [:]][ByteKey(key)] = StagedCollection(handle: family.handle, meta: meta, prefix: prefix)
+    }
+
+    /// Writes the staged metadata into the batch (and the overlay). Always correct: staged
+    /// metadata is newer than anything in the batch for its key.
+    private func writeStagedMetadata() {
+        guard !stagedMetadata.isEmpty else { return }
+        for (familyName, collections) in stagedMetadata {
+            for (key, c) in collections {
+                let stored: [UInt8]? = c.meta.size == 0 ? nil : c.meta.stored
+                if let stored { batch.put(key.bytes, stored, in: c.handle) } else { batch.delete(key.bytes, in: c.handle) }
+                overlay[familyName, default: [:]][key] = .some(stored)
+            }
+        }
+        stagedMetadata.removeAll()
+    }
+
+    /// Puts a member entry (members family): no metadata to write first (see the type's comment).
+    func putMember(_ key: [UInt8], _ value: [UInt8], in members: ColumnFamily) {
+        batch.put(key, value, in: members)
+        overlay[Engine.membersFamilyName, default: [:]][ByteKey(key)] = .some(value)
+    }
+
+    func deleteMember(_ key: [UInt8], in members: ColumnFamily) {
+        batch.delete(key, in: members)
+        overlay[Engine.membersFamilyName, default: [:]][ByteKey(key)] = .some(nil)
+    }
+
+    /// Stores an encoded value (header included) under `key`.
+    func put(_ key: [UInt8], _ stored: [UInt8], in family: Family) {
+        writeStagedMetadata()
+        batch.put(key, stored, in: family.handle)
+        overlay[family.name, default: [:]][ByteKey(key)] = .some(stored)
+    }
+
+    func delete(_ key: [UInt8], in family: Family) {
+        writeStagedMetadata()
+        batch.delete(key, in: family.handle)
+        overlay[family.name, default: [:]][ByteKey(key)] = .some(nil)
+    }
+
+    /// Stages a merge of `operand` into `key`; `result` is the merged value later reads of the
+    /// transaction see.
+    func merge(_ key: [UInt8], _ operand: [UInt8], result: [UInt8], in family: Family) {
+        writeStagedMetadata()
+        batch.merge(key, operand, in: family.handle)
+        overlay[family.name, default: [:]][ByteKey(key)] = .some(result)
+    }
+
+    /// Stages a range deletion: later reads of the transaction see the range empty.
+    func deleteRange(from lower: [UInt8], to end: [UInt8], in family: Family) {
+        writeStagedMetadata()
+        batch.deleteRange(from: lower, to: end, in: family.handle)
+        changedUnknownKeys = true
+        deletedRanges[family.name, default: []].append((lower, end))
+        if var staged = overlay[family.name] {
+            for key in staged.keys where !key.bytes.lexicographicallyPrecedes(lower) && key.bytes.lexicographicallyPrecedes(end) {
+                staged[key] = .some(nil)
+            }
+            overlay[family.name] = staged
+        }
+    }
+
+    /// FLUSHDB of `family` inside the transaction: deletes every key before `storedEnd` (just
+    /// past the last stored key, nil when none) and every key written earlier in the
+    /// transaction, with the family's collections' members; later reads see it empty.
+    func clear(_ family: Family, storedEnd: [UInt8]?) {
+        // Past the stored keys and the ones written earlier in this transaction, which the
+        // database does not hold yet.
+        let staged = endPastStagedKeys(in: family.name)
+        if let end = [storedEnd, staged].compactMap({ $0 }).max(by: { $0.lexicographicallyPrecedes($1) }) {
+            batch.deleteRange(from: [], to: end, in: family.handle)
+            let members = MemberKeys.familyRange(family.name)
+            batch.deleteRange(from: members.lower, to: members.upper, in: family.members)
+            changedUnknownKeys = true
+        }
+        overlay[family.name] = [:]
+        cleared.insert(family.name)
+    }
+
+    /// Just past the largest key this transaction wrote in `family` (nil when none): an
+    /// unbounded DELRANGE inside EXEC must cover keys only the batch holds. Writes the staged
+    /// metadata first, so those keys count.
+    func endPastStagedKeys(in family: String) -> [UInt8]? {
+        writeStagedMetadata()
+        return overlay[family]?.compactMap { $0.value == nil ? nil : $0.key.bytes }.max { $0.lexicographicallyPrecedes($1) }.map { $0 + [0] }
+    }
+
+    /// Calls `body` with the finished batch (staged metadata written): what commits.
+    func withBatch<R, E: Error>(_ body: (borrowing WriteBatch) throws(E) -> R) throws(E) -> R {
+        writeStagedMetadata()
+        return try body(batch)
+    }
+}
