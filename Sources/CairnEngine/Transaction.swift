@@ -17,8 +17,13 @@ final class Transaction {
     /// Written only through the methods below, which keep the rule above.
     private var batch = WriteBatch()
     /// Per family name, per key: the stored bytes (header included) or nil when deleted. A
-    /// collection's staged metadata is not here until written (`staged(_:in:)` reads both).
+    /// collection's staged metadata is not here until written (`staged(_:in:)` reads both);
+    /// member entries are in `stagedMembers`.
     private(set) var overlay: [String: [ByteKey: [UInt8]?]] = [:]
+    /// Member entries (members family) written: the value, or nil when deleted. Nothing else
+    /// writes that family inside a transaction but FLUSHDB's range deletion, whose collections
+    /// are then gone (new ones get new versions), so no cleared flag or range applies here.
+    private(set) var stagedMembers: [ByteKey: [UInt8]?] = [:]
     /// Families FLUSHDB'd inside this transaction: keys not in the overlay read as missing.
     private(set) var cleared: Set<String> = []
     /// Ranges `[lower, end)` DELRANGE'd inside this transaction, per family: keys in them not
@@ -29,6 +34,10 @@ final class Transaction {
     var changedStripes: Set<Int> = []
     /// Set by FLUSHDB and DELRANGE inside the transaction: any key may change.
     private(set) var changedUnknownKeys = false
+    /// Per collection (its `MemberKeys.prefix`), the keys of `stagedMembers` under it in order:
+    /// built by the first ordered read of that collection (`stagedMembers(of:from:to:)`), kept
+    /// up to date after, so a run of pops or ranges merges only the entries in its range.
+    private var memberOrder: [ByteKey: [[UInt8]]] = [:]
     /// Collections' latest metadata not yet in `batch`, per family name, per key.
     private var stagedMetadata: [String: [ByteKey: StagedCollection]] = [:]
 
@@ -55,6 +64,11 @@ final class Transaction {
             return .some(nil)
         }
         return nil
+    }
+
+    /// What this transaction staged for member entry `key`, like `staged(_:in:)`.
+    func stagedMember(_ key: [UInt8]) -> [UInt8]?? {
+        stagedMembers.isEmpty ? nil : stagedMembers[ByteKey(key)]
     }
 
     /// The metadata this transaction staged for collection `key` and not yet wrote, if any.
@@ -84,15 +98,49 @@ final class Transaction {
         stagedMetadata.removeAll()
     }
 
-    /// Puts a member entry (members family): no metadata to write first (see the type's comment).
-    func putMember(_ key: [UInt8], _ value: [UInt8], in members: ColumnFamily) {
+    /// Puts a member entry of the collection whose entries start with `collection`
+    /// (`MemberKeys.prefix`): no metadata to write first (see the type's comment).
+    func putMember(_ key: [UInt8], _ value: [UInt8], collection: [UInt8], in members: ColumnFamily) {
         batch.put(key, value, in: members)
-        overlay[Engine.membersFamilyName, default: [:]][ByteKey(key)] = .some(value)
+        if stagedMembers.updateValue([UInt8]?.some(value), forKey: ByteKey(key)) == nil { noteOrder(of: key, in: collection) }
     }
 
-    func deleteMember(_ key: [UInt8], in members: ColumnFamily) {
+    func deleteMember(_ key: [UInt8], collection: [UInt8], in members: ColumnFamily) {
         batch.delete(key, in: members)
-        overlay[Engine.membersFamilyName, default: [:]][ByteKey(key)] = .some(nil)
+        if stagedMembers.updateValue([UInt8]?.none, forKey: ByteKey(key)) == nil { noteOrder(of: key, in: collection) }
+    }
+
+    /// A key new to `stagedMembers` joins its collection's order, when one was built.
+    private func noteOrder(of key: [UInt8], in collection: [UInt8]) {
+        guard !memberOrder.isEmpty, var order = memberOrder.removeValue(forKey: ByteKey(collection)) else { return }
+        order.insert(key, at: Self.firstIndex(notBefore: key, in: order))
+        memberOrder[ByteKey(collection)] = order
+    }
+
+    /// The member-entry keys this transaction staged in `[lower, upper)` (nil: no upper bound)
+    /// of the collection whose entries start with `collection`, in order.
+    func stagedMembers(of collection: [UInt8], from lower: [UInt8], to upper: [UInt8]?) -> ArraySlice<[UInt8]> {
+        guard !stagedMembers.isEmpty else { return [] }
+        let order: [[UInt8]]
+        if let built = memberOrder[ByteKey(collection)] {
+            order = built
+        } else {
+            order = stagedMembers.keys.lazy.map(\.bytes).filter { $0.starts(with: collection) }.sorted { $0.lexicographicallyPrecedes($1) }
+            memberOrder[ByteKey(collection)] = order
+        }
+        let from = Self.firstIndex(notBefore: lower, in: order)
+        let to = upper.map { Self.firstIndex(notBefore: $0, in: order) } ?? order.count
+        return from < to ? order[from..<to] : []
+    }
+
+    /// Binary search: the index of the first key of `order` not before `key`.
+    private static func firstIndex(notBefore key: [UInt8], in order: [[UInt8]]) -> Int {
+        var low = 0, high = order.count
+        while low < high {
+            let mid = (low + high) / 2
+            if order[mid].lexicographicallyPrecedes(key) { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     /// Stores an encoded value (header included) under `key`.

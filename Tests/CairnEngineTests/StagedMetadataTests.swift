@@ -93,17 +93,26 @@ import Testing
     }
 
     /// Random sequences over a few keys, mixing collection writes with every other kind of
-    /// write to the batch, in one EXEC against alone.
+    /// write to the batch and with ordered reads, in one EXEC against alone.
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] as [UInt64])
     func randomSequencesInExecMatchAlone(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
-        let keys = ["a", "b", "c"]
+        let keys = ["a", "b", "c", "d", "d"]
         func key() -> String { keys.randomElement(using: &rng)! }
         func member() -> String { "m\(Int.random(in: 0..<4, using: &rng))" }
         for _ in 0..<20 {
             var commands: [[String]] = []
             for _ in 0..<Int.random(in: 2...12, using: &rng) {
-                let command: [String] = switch Int.random(in: 0..<22, using: &rng) {
+                let command: [String] = switch Int.random(in: 0..<30, using: &rng) {
+                // Ordered reads, which lay the transaction's staged entries over a cursor.
+                case 22: ["ZRANGE", key(), "0", "-1", "WITHSCORES"]
+                case 23: ["ZREVRANGE", key(), "1", "2"]
+                case 24: ["ZRANGEBYSCORE", key(), "(2", "+inf", "LIMIT", "0", "2"]
+                case 25: ["HGETALL", key()]
+                case 26: ["LRANGE", key(), "0", "-1"]
+                case 27: ["SMEMBERS", key()]
+                case 28: ["ZPOPMAX", key()]
+                case 29: ["ZREVRANGEBYLEX", key(), "+", "[m1"]
                 case 0, 1: ["HSET", key(), member(), "\(Int.random(in: 0..<9, using: &rng))"]
                 case 2: ["HDEL", key(), member()]
                 case 3, 4: ["SADD", key(), member(), member()]
@@ -132,6 +141,7 @@ import Testing
                 h.run("HSET", "a", "m0", "1")
                 h.run("SADD", "b", "m1")
                 h.run("RPUSH", "c", "m2", "m3")
+                h.run("ZADD", "d", "1", "m0", "2", "m1", "3", "m2", "4", "m3")
             }
             inExec.run("MULTI")
             for c in commands { inExec.run(Self.argv(c)) }

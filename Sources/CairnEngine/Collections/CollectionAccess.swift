@@ -29,11 +29,7 @@ struct CollectionChange {
 
     /// The members-family key of a sub-key of this collection.
     func entryKey(_ tag: MemberKeys.Tag, _ sub: some Collection<UInt8>) -> [UInt8] {
-        var k = prefix
-        k.reserveCapacity(prefix.count + 1 + sub.count)
-        k.append(tag.rawValue)
-        k.append(contentsOf: sub)
-        return k
+        MemberKeys.entryKey(prefix, tag, sub)
     }
 
     mutating func put(_ tag: MemberKeys.Tag, _ sub: some Collection<UInt8>, _ value: [UInt8]) {
@@ -97,29 +93,63 @@ extension Call {
 
     /// The value of one member entry, or nil.
     func member(_ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag, _ sub: [UInt8]) throws(CommandError) -> [UInt8]? {
-        let k = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue] + sub
-        if let tx = session.transaction, let staged = tx.staged(k, in: Engine.membersFamilyName) { return staged }
+        try memberValue(MemberKeys.entryKey(MemberKeys.prefix(family: family.name, key: key, version: meta.version), tag, sub))
+    }
+
+    /// The value of one member entry of the collection `change` stages, or nil.
+    func member(_ change: CollectionChange, _ tag: MemberKeys.Tag, _ sub: [UInt8]) throws(CommandError) -> [UInt8]? {
+        try memberValue(change.entryKey(tag, sub))
+    }
+
+    /// The values of several member entries, read at one sequence number.
+    func members(_ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag, _ subs: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
+        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version)
+        return try memberValues(subs.map { MemberKeys.entryKey(prefix, tag, $0) })
+    }
+
+    /// The values of several member entries of the collection `change` stages.
+    func members(_ change: CollectionChange, _ tag: MemberKeys.Tag, _ subs: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
+        try memberValues(subs.map { change.entryKey(tag, $0) })
+    }
+
+    /// The live collection at `key` as a change to make (nil when missing); WRONGTYPE when the
+    /// key holds another type. Call under `locked`.
+    func existing(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionChange? {
+        if let staged = try stagedCollection(key, type) {
+            return staged.meta.size == 0 ? nil : CollectionChange(key: key, meta: staged.meta, prefix: staged.prefix, existed: true)
+        }
+        return try collection(key, type).map { CollectionChange(key: key, meta: $0, family: family.name, existed: true) }
+    }
+
+    private func memberValue(_ k: [UInt8]) throws(CommandError) -> [UInt8]? {
+        if let tx = session.transaction, let staged = tx.stagedMember(k) { return staged }
         let handle = members
         let options = readOptions
         return try engine.storage("read") { try database.get(k, in: handle, options: options) }
     }
 
-    /// The values of several member entries, read at one sequence number.
-    func members(_ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag, _ subs: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
-        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue]
-        let keys = subs.map { prefix + $0 }
+    /// Inside a transaction, the entries it staged come from its overlay and the others from one
+    /// MultiGet, as outside.
+    private func memberValues(_ keys: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
+        if keys.count == 1 { return [try memberValue(keys[0])] }
+        var values = [[UInt8]?](repeating: nil, count: keys.count)
+        var unstaged = Array(keys.indices)
         if let tx = session.transaction {
-            return try keys.map { (k: [UInt8]) throws(CommandError) -> [UInt8]? in
-                if let staged = tx.staged(k, in: Engine.membersFamilyName) { return staged }
-                let handle = members
-                return try engine.storage("read") { try database.get(k, in: handle, options: readOptions) }
+            unstaged.removeAll { i in
+                guard let staged = tx.stagedMember(keys[i]) else { return false }
+                values[i] = staged
+                return true
             }
         }
+        guard !unstaged.isEmpty else { return values }
         let handle = members
         let options = readOptions
-        return try engine.storage("read") {
-            try database.withValues(forKeys: keys, in: handle, options: options) { values in values.map { $0.map { Array($0) } } }
+        let read = unstaged.count == keys.count ? keys : unstaged.map { keys[$0] }
+        let stored: [[UInt8]?] = try engine.storage("read") {
+            try database.withValues(forKeys: read, in: handle, options: options) { found in found.map { $0.map { Array($0) } } }
         }
+        for (i, v) in zip(unstaged, stored) { values[i] = v }
+        return values
     }
 
     /// Visits the entries of `tag` of a collection in order (backward when `reverse`), from
@@ -130,27 +160,24 @@ extension Call {
         from lower: [UInt8]? = nil, to upper: [UInt8]? = nil, reverse: Bool = false,
         _ body: (_ sub: [UInt8], _ value: [UInt8]) throws(CommandError) -> Bool
     ) throws(CommandError) {
-        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue]
+        let collection = MemberKeys.prefix(family: family.name, key: key, version: meta.version)
+        let prefix = collection + [tag.rawValue]
         let lowerKey = prefix + (lower ?? [])
         let upperKey = upper.map { prefix + $0 } ?? Call.prefixEnd(prefix)
-        if let tx = session.transaction, let staged = tx.overlay[Engine.membersFamilyName],
-           staged.keys.contains(where: { $0.bytes.starts(with: prefix) }) {
-            // Few entries change inside one EXEC: read the range, then lay the staged ones over it.
-            var merged: [[UInt8]: [UInt8]] = [:]
-            try scanStored(lowerKey, upperKey, reverse: false) { k, v in merged[k] = v; return true }
-            for (key, v) in staged where !key.bytes.lexicographicallyPrecedes(lowerKey) && (upperKey.map { key.bytes.lexicographicallyPrecedes($0) } ?? true) {
-                merged[key.bytes] = v
-            }
-            var ordered = merged.keys.sorted { $0.lexicographicallyPrecedes($1) }
-            if reverse { ordered.reverse() }
-            for k in ordered where try !body(Array(k[prefix.count...]), merged[k]!) { return }
-            return
+        let tx = session.transaction
+        let staged = tx?.stagedMembers(of: collection, from: lowerKey, to: upperKey) ?? []
+        try scanStored(lowerKey, upperKey, reverse: reverse, laying: staged, from: tx) { k, v throws(CommandError) in
+            try body(Array(k[prefix.count...]), v)
         }
-        try scanStored(lowerKey, upperKey, reverse: reverse) { k, v throws(CommandError) in try body(Array(k[prefix.count...]), v) }
     }
 
+    /// Visits the stored entries in `[lowerKey, upperKey)` in order, with the entries `staged`
+    /// (keys in that range, in order; their values in `tx`) laid over them: a staged value
+    /// replaces the stored one, a staged deletion hides it. One cursor, stopped as soon as
+    /// `body` returns false, so a pop inside a batch reads no more than a pop alone.
     private func scanStored(
         _ lowerKey: [UInt8], _ upperKey: [UInt8]?, reverse: Bool,
+        laying staged: ArraySlice<[UInt8]> = [], from tx: Transaction? = nil,
         _ body: ([UInt8], [UInt8]) throws(CommandError) -> Bool
     ) throws(CommandError) {
         var options = readOptions
@@ -161,14 +188,37 @@ extension Call {
         try engine.storage("scan") {
             try database.withCursor(in: handle, options: options) { cursor in
                 if reverse { cursor.seekToLast() } else { cursor.seek(lowerKey) }
-                while cursor.isValid {
+                var next = reverse ? staged.endIndex - 1 : staged.startIndex  // the next staged key
+                while true {
+                    let stagedKey: [UInt8]? = staged.indices.contains(next) ? staged[next] : nil
+                    var key: [UInt8]
+                    var value: [UInt8]?
+                    if cursor.isValid {
+                        key = cursor.key
+                        if let stagedKey, stagedKey == key || stagedKey.lexicographicallyPrecedes(key) != reverse {
+                            // The staged entry comes first, or replaces this stored one.
+                            if stagedKey == key { if reverse { cursor.prev() } else { cursor.next() } }
+                            key = stagedKey
+                            value = tx?.stagedMember(stagedKey) ?? nil
+                            next += reverse ? -1 : 1
+                        } else {
+                            value = cursor.value
+                            if reverse { cursor.prev() } else { cursor.next() }
+                        }
+                    } else if let stagedKey {
+                        key = stagedKey
+                        value = tx?.stagedMember(stagedKey) ?? nil
+                        next += reverse ? -1 : 1
+                    } else {
+                        break
+                    }
+                    guard let value else { continue }  // deleted in the transaction
                     do throws(CommandError) {
-                        if try !body(cursor.key, cursor.value) { return }
+                        if try !body(key, value) { return }
                     } catch {
                         failure = error
                         return
                     }
-                    if reverse { cursor.prev() } else { cursor.next() }
                 }
                 try cursor.check()
             }
@@ -188,8 +238,8 @@ extension Call {
         guard !changes.isEmpty else { return }
         if let tx = session.transaction {
             for c in changes {
-                for (k, v) in c.puts { tx.putMember(k, v, in: members) }
-                for k in c.deletes { tx.deleteMember(k, in: members) }
+                for (k, v) in c.puts { tx.putMember(k, v, collection: c.prefix, in: members) }
+                for k in c.deletes { tx.deleteMember(k, collection: c.prefix, in: members) }
                 // Written once, at commit, however many commands of the transaction change it.
                 tx.stage(c.key, c.meta, prefix: c.prefix, in: family)
                 tx.changedStripes.insert(engine.locks.stripe(for: c.key, in: family))

@@ -49,7 +49,7 @@ extension Call {
         case .left: (0..<n).map { change.meta.head + $0 }
         case .right: (0..<n).map { change.meta.tail - 1 - $0 }
         }
-        let values = try members(change.meta, of: change.key, .member, positions.map(MemberKeys.position))
+        let values = try members(change, .member, positions.map(MemberKeys.position))
         for p in positions { change.delete(.member, MemberKeys.position(p)) }
         switch end {
         case .left: change.meta.head += n

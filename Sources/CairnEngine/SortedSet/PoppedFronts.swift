@@ -82,11 +82,13 @@ final class PoppedFronts: Sendable {
         table.withLock { $0.bounds.removeAll() }
     }
 
-    /// Entries `subs` are (or may be) written: a bound one of them falls outside of is dropped.
-    func noteInserts(_ call: Call, _ prefix: [UInt8], _ subs: [[UInt8]]) {
+    /// Entries `subs` of `tag` of the collection `change` stages are (or may be) written: a
+    /// bound one of them falls outside of is dropped.
+    func noteInserts(_ call: Call, _ change: CollectionChange, _ tag: MemberKeys.Tag, _ subs: [[UInt8]]) {
         guard !subs.isEmpty else { return }
         withBounds(call) { all in
-            guard !all.isEmpty, var b = all[prefix] else { return }
+            guard !all.isEmpty, var b = all[change.prefix + [tag.rawValue]] else { return }
+            let prefix = change.prefix + [tag.rawValue]
             for sub in subs {
                 if let lower = b.lower, sub.lexicographicallyPrecedes(lower) { b.lower = nil }
                 if let upper = b.upper, !sub.lexicographicallyPrecedes(upper) { b.upper = nil }
