@@ -94,6 +94,7 @@ extension Engine {
         guard !tx.isEmpty else { return }
         let options = writeOptions
         try storage("commit") { try tx.withBatch { batch in try writeClaimed(batch, options: options) } }
+        PoppedFronts.shared.publish(tx, database: database)
         if tx.changedUnknownKeys {
             locks.changedEveryStripe()
         } else {

@@ -38,6 +38,9 @@ final class Transaction {
     /// built by the first ordered read of that collection (`stagedMembers(of:from:to:)`), kept
     /// up to date after, so a run of pops or ranges merges only the entries in its range.
     private var memberOrder: [ByteKey: [[UInt8]]] = [:]
+    /// Where the pops of this transaction left the live entries of a sorted set's or set's index
+    /// (`PoppedFronts`), by index prefix; shared once the batch committed.
+    var poppedBounds: [ByteKey: PoppedFronts.Bounds] = [:]
     /// Collections' latest metadata not yet in `batch`, per family name, per key.
     private var stagedMetadata: [String: [ByteKey: StagedCollection]] = [:]
 

@@ -69,7 +69,7 @@ import Testing
 
     @Test func expiryOfAStagedCollection() throws {
         try Self.expectExecMatchesAlone([["HSET", "k", "f", "1"], ["EXPIRE", "k", "1000"], ["HSET", "k", "g", "2"], ["TTL", "k"], ["PERSIST", "k"], ["HSET", "k", "h", "3"]])
-        try Self.expectExecMatchesAlone([["RPUSH", "l", "a"], ["PEXPIRE", "l", "1000000"], ["RPUSH", "l", "b"], ["LPOP", "l"], ["PTTL", "l"]])
+        try Self.expectExecMatchesAlone([["RPUSH", "l", "a"], ["PEXPIRE", "l", "1000000"], ["RPUSH", "l", "b"], ["LPOP", "l"], ["TTL", "l"]])
     }
 
     @Test func emptiedCollectionAndAnotherTypeAtItsKey() throws {

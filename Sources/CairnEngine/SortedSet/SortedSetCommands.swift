@@ -7,11 +7,10 @@ import RESP
 /// counts the entries before the member (O(rank)); BYLEX ranges walk the members in byte
 /// order, which is Redis's order when all scores are equal (the case BYLEX is defined for).
 enum SortedSetCommands {
-    /// Writes run batched with their connection's neighbours (`Engine.executeBatched`), except
-    /// pops: they move the popped-front bound (`PoppedFronts`) only outside a transaction.
-    static let all: [Command] = commands.map {
-        $0.flags.contains(.write) && !["zpopmin", "zpopmax"].contains($0.name) ? $0.grouped { _, _ in .batched } : $0
-    }
+    /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`); a
+    /// run of pops moves the batch's own popped-front bound (`PoppedFronts`), shared once it
+    /// committed.
+    static let all: [Command] = commands.map { $0.flags.contains(.write) ? $0.grouped { _, _ in .batched } : $0 }
 
     private static let commands: [Command] = [
         Command("zadd", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
