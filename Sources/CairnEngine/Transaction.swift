@@ -128,7 +128,7 @@ final class Transaction {
         if let built = memberOrder[ByteKey(collection)] {
             order = built
         } else {
-            order = stagedMembers.keys.lazy.map(\.bytes).filter { $0.starts(with: collection) }.sorted { $0.lexicographicallyPrecedes($1) }
+            order = stagedMembers.keys.lazy.map(\.bytes).filter { $0.starts(with: collection) }.sorted { Bytes.compare($0, $1) < 0 }
             memberOrder[ByteKey(collection)] = order
         }
         let from = Self.firstIndex(notBefore: lower, in: order)
@@ -141,7 +141,7 @@ final class Transaction {
         var low = 0, high = order.count
         while low < high {
             let mid = (low + high) / 2
-            if order[mid].lexicographicallyPrecedes(key) { low = mid + 1 } else { high = mid }
+            if Bytes.compare(order[mid], key) < 0 { low = mid + 1 } else { high = mid }
         }
         return low
     }

@@ -92,6 +92,32 @@ import Testing
         #expect(GroupedPathsTests.contents(grouped) == GroupedPathsTests.contents(alone))
     }
 
+    /// SPOP runs batched too: its picks are random, so check what it must keep, for a set read
+    /// whole and for one past `RandomMembers.readAllLimit` (random probes, then the front).
+    @Test(arguments: [50, 5000]) func setPopsInOneBatchTakeDistinctMembers(members: Int) throws {
+        let h = try EngineHarness()
+        let all = Set((0..<members).map { "m\($0)" })
+        h.run(Self.argv(["SADD", "s"] + all.sorted()))
+        let requests: [[String]] = Array(repeating: ["SPOP", "s"], count: 20) + [["SPOP", "s", "15"], ["SADD", "s", "extra"], ["SPOP", "s", "3"]]
+        let replies = try Self.pipeline(h, requests)
+        var popped: [String] = []
+        for r in replies {
+            switch r {
+            case .bulkString(let m): popped.append(String(decoding: m, as: UTF8.self))
+            case .array(let ms): for case .bulkString(let m) in ms { popped.append(String(decoding: m, as: UTF8.self)) }
+            default: break
+            }
+        }
+        #expect(replies[21] == .integer(1))
+        #expect(popped.count == 38)
+        #expect(Set(popped).count == popped.count)
+        #expect(Set(popped.prefix(35)).isSubset(of: all))
+        let expected = all.union(["extra"]).subtracting(popped)
+        guard case .array(let left) = h.run("SMEMBERS", "s") else { Issue.record("no members"); return }
+        #expect(Set(left.compactMap { if case .bulkString(let m) = $0 { String(decoding: m, as: UTF8.self) } else { nil } }) == expected)
+        #expect(h.run("SCARD", "s") == .integer(Int64(expected.count)))
+    }
+
     /// Random pipelines of pops and writes on one sorted set, grouped against alone.
     @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
     func randomPipelinesOfPops(seed: UInt64) throws {

@@ -160,7 +160,23 @@ extension Call {
         from lower: [UInt8]? = nil, to upper: [UInt8]? = nil, reverse: Bool = false,
         _ body: (_ sub: [UInt8], _ value: [UInt8]) throws(CommandError) -> Bool
     ) throws(CommandError) {
-        let collection = MemberKeys.prefix(family: family.name, key: key, version: meta.version)
+        try scanMembers(collection: MemberKeys.prefix(family: family.name, key: key, version: meta.version), tag,
+                        from: lower, to: upper, reverse: reverse, body)
+    }
+
+    /// `scanMembers` of the collection `change` stages (its prefix already known).
+    func scanMembers(
+        _ change: CollectionChange, _ tag: MemberKeys.Tag,
+        from lower: [UInt8]? = nil, to upper: [UInt8]? = nil, reverse: Bool = false,
+        _ body: (_ sub: [UInt8], _ value: [UInt8]) throws(CommandError) -> Bool
+    ) throws(CommandError) {
+        try scanMembers(collection: change.prefix, tag, from: lower, to: upper, reverse: reverse, body)
+    }
+
+    private func scanMembers(
+        collection: [UInt8], _ tag: MemberKeys.Tag, from lower: [UInt8]?, to upper: [UInt8]?, reverse: Bool,
+        _ body: (_ sub: [UInt8], _ value: [UInt8]) throws(CommandError) -> Bool
+    ) throws(CommandError) {
         let prefix = collection + [tag.rawValue]
         let lowerKey = prefix + (lower ?? [])
         let upperKey = upper.map { prefix + $0 } ?? Call.prefixEnd(prefix)
@@ -195,9 +211,10 @@ extension Call {
                     var value: [UInt8]?
                     if cursor.isValid {
                         key = cursor.key
-                        if let stagedKey, stagedKey == key || stagedKey.lexicographicallyPrecedes(key) != reverse {
+                        let order = stagedKey.map { Bytes.compare($0, key) } ?? 0
+                        if let stagedKey, order == 0 || (order < 0) != reverse {
                             // The staged entry comes first, or replaces this stored one.
-                            if stagedKey == key { if reverse { cursor.prev() } else { cursor.next() } }
+                            if order == 0 { if reverse { cursor.prev() } else { cursor.next() } }
                             key = stagedKey
                             value = tx?.stagedMember(stagedKey) ?? nil
                             next += reverse ? -1 : 1

@@ -6,11 +6,10 @@ import RESP
 /// sub-key and an empty value (`MemberKeys`), so SISMEMBER is one point lookup and SMEMBERS or
 /// SSCAN an ordered scan (members come back in byte order, not Redis's hash order).
 enum SetCommands {
-    /// Writes run batched with their connection's neighbours (`Engine.executeBatched`), except
-    /// pops: they move the popped-front bound (`PoppedFronts`) only outside a transaction.
-    static let all: [Command] = commands.map {
-        $0.flags.contains(.write) && !["spop"].contains($0.name) ? $0.grouped { _, _ in .batched } : $0
-    }
+    /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`); a
+    /// run of pops moves the batch's own popped-front bound (`PoppedFronts`), shared once it
+    /// committed.
+    static let all: [Command] = commands.map { $0.flags.contains(.write) ? $0.grouped { _, _ in .batched } : $0 }
 
     private static let commands: [Command] = [
         Command("sadd", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",

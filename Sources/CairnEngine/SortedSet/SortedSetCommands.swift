@@ -221,18 +221,17 @@ enum SortedSetCommands {
     /// ended (`PoppedFronts`), so popping a big set empty stays at a steady rate.
     static func pop(_ call: Call, _ key: [UInt8], min: Bool, count: Int) throws(CommandError) -> [SortedEntry]? {
         try call.locked(key) { () throws(CommandError) -> [SortedEntry]? in
-            guard let meta = try call.collection(key, .zset) else { return nil }
+            guard var change = try call.existing(key, .zset) else { return nil }
             guard count > 0 else { return [] }
-            let index = PoppedFronts.prefix(call, meta, key, .score)
+            let index = change.prefix + [MemberKeys.Tag.score.rawValue]
             let live = PoppedFronts.shared.range(call, index)
             var popped: [SortedEntry] = []
             var last: [UInt8]? = nil
-            try call.scanMembers(meta, of: key, .score, from: live.lower, to: live.upper, reverse: !min) { sub, _ in
+            try call.scanMembers(change, .score, from: live.lower, to: live.upper, reverse: !min) { sub, _ in
                 popped.append(SortedSetEntries.entry(index: sub))
                 last = sub
                 return popped.count < count
             }
-            var change = CollectionChange(key: key, meta: meta, family: call.family.name, existed: true)
             for e in popped { SortedSetEntries.remove(&change, e) }
             try call.commit(change)
             if let last {
