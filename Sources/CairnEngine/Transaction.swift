@@ -1,3 +1,4 @@
+import Foundation
 import Rocks
 
 /// The writes of one EXEC, script or batched run: a RocksDB write batch plus an overlay so later
@@ -41,6 +42,9 @@ final class Transaction {
     /// Where the pops of this transaction left the live entries of a sorted set's or set's index
     /// (`PoppedFronts`), by index prefix; shared once the batch committed.
     var poppedBounds: [ByteKey: PoppedFronts.Bounds] = [:]
+    /// Cursors over collection indexes (`MemberKeys.prefix` and tag) this transaction scanned,
+    /// kept for its later scans of the same index (`Call.scanStored`).
+    private var cursors: [ByteKey: IndexCursor] = [:]
     /// Collections' latest metadata not yet in `batch`, per family name, per key.
     private var stagedMetadata: [String: [ByteKey: StagedCollection]] = [:]
 
@@ -77,6 +81,51 @@ final class Transaction {
     /// The metadata this transaction staged for collection `key` and not yet wrote, if any.
     func stagedCollection(_ key: [UInt8], in family: String) -> StagedCollection? {
         stagedMetadata.isEmpty ? nil : stagedMetadata[family]?[ByteKey(key)]
+    }
+
+    /// The cursor kept over collection index `index`, made by `make` the first time.
+    func cursor(over index: [UInt8], make: () throws -> Cursor) rethrows -> IndexCursor {
+        if let kept = cursors[ByteKey(index)] { return kept }
+        let made = IndexCursor(try make())
+        cursors[ByteKey(index)] = made
+        return made
+    }
+
+    /// A cursor over one collection index, kept by a transaction across its scans, and the
+    /// last key it stepped over: no stored key lies between that key and where the cursor
+    /// stands (it moved from one to the other), so a scan starting between them need not seek.
+    final class IndexCursor {
+        let cursor: Cursor
+        private var reverse = false
+        /// Nil when the cursor was placed by a seek and has not moved since.
+        var passed: [UInt8]?
+
+        init(_ cursor: Cursor) { self.cursor = cursor }
+
+        /// Whether the cursor already stands where a seek would place it: forward, on the first
+        /// key at or after `lower`; backward, on the last key before `upper`.
+        func standsAtFirst(_ lower: [UInt8]?, before upper: [UInt8]?, reverse: Bool) -> Bool {
+            guard reverse == self.reverse, let passed else { return false }
+            if !reverse {
+                guard let lower, Bytes.compare(lower, passed) > 0 else { return false }
+                return !cursor.isValid || cursor.withKey { Self.compare(lower, $0) <= 0 }
+            }
+            guard let upper, Bytes.compare(upper, passed) <= 0 else { return false }
+            return !cursor.isValid || cursor.withKey { Self.compare(upper, $0) > 0 }
+        }
+
+        /// After a scan: the cursor moved (backward when `reverse`), last stepping over `passed`.
+        func moved(reverse: Bool, passed: [UInt8]?) {
+            guard let passed else { return }
+            self.reverse = reverse
+            self.passed = passed
+        }
+
+        private static func compare(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Int {
+            let common = min(a.count, b.count)
+            let c = a.withUnsafeBytes { x in common == 0 ? 0 : memcmp(x.baseAddress!, b.baseAddress!, common) }
+            return c != 0 ? Int(c) : a.count - b.count
+        }
     }
 
     // MARK: writes

@@ -182,63 +182,109 @@ extension Call {
         let upperKey = upper.map { prefix + $0 } ?? Call.prefixEnd(prefix)
         let tx = session.transaction
         let staged = tx?.stagedMembers(of: collection, from: lowerKey, to: upperKey) ?? []
-        try scanStored(lowerKey, upperKey, reverse: reverse, laying: staged, from: tx) { k, v throws(CommandError) in
+        try scanStored(lowerKey, upperKey, reverse: reverse, index: prefix, laying: staged, from: tx) { k, v throws(CommandError) in
             try body(Array(k[prefix.count...]), v)
         }
     }
 
     /// Visits the stored entries in `[lowerKey, upperKey)` in order, with the entries `staged`
     /// (keys in that range, in order; their values in `tx`) laid over them: a staged value
-    /// replaces the stored one, a staged deletion hides it. One cursor, stopped as soon as
-    /// `body` returns false, so a pop inside a batch reads no more than a pop alone.
+    /// replaces the stored one, a staged deletion hides it. Stops as soon as `body` returns
+    /// false, so a pop inside a batch reads no more than a pop alone.
+    ///
+    /// Inside a transaction the cursor over the collection's `index` (its prefix and tag) is
+    /// kept for the transaction's later scans of it (`Transaction.IndexCursor`): the next of a
+    /// run of pops, which starts where the last one stopped, steps on instead of seeking again
+    /// and no iterator is made per pop. What the cursor reads cannot change meanwhile: the
+    /// transaction holds the collection's lock until it commits, and writes nothing before.
     private func scanStored(
-        _ lowerKey: [UInt8], _ upperKey: [UInt8]?, reverse: Bool,
+        _ lowerKey: [UInt8], _ upperKey: [UInt8]?, reverse: Bool, index: [UInt8]? = nil,
         laying staged: ArraySlice<[UInt8]> = [], from tx: Transaction? = nil,
         _ body: ([UInt8], [UInt8]) throws(CommandError) -> Bool
     ) throws(CommandError) {
-        var options = readOptions
-        options.lowerBound = lowerKey
-        options.upperBound = upperKey
         let handle = members
         var failure: CommandError? = nil
-        try engine.storage("scan") {
-            try database.withCursor(in: handle, options: options) { cursor in
-                if reverse { cursor.seekToLast() } else { cursor.seek(lowerKey) }
-                var next = reverse ? staged.endIndex - 1 : staged.startIndex  // the next staged key
-                while true {
-                    let stagedKey: [UInt8]? = staged.indices.contains(next) ? staged[next] : nil
-                    var key: [UInt8]
-                    var value: [UInt8]?
-                    if cursor.isValid {
-                        key = cursor.key
-                        let order = stagedKey.map { Bytes.compare($0, key) } ?? 0
-                        if let stagedKey, order == 0 || (order < 0) != reverse {
-                            // The staged entry comes first, or replaces this stored one.
-                            if order == 0 { if reverse { cursor.prev() } else { cursor.next() } }
-                            key = stagedKey
-                            value = tx?.stagedMember(stagedKey) ?? nil
-                            next += reverse ? -1 : 1
-                        } else {
-                            value = cursor.value
+        // Visits from where `cursor` stands; returns where the cursor stepped last (nil: nowhere).
+        func walk(_ cursor: Cursor) -> [UInt8]? {
+            var passed: [UInt8]? = nil
+            var next = reverse ? staged.endIndex - 1 : staged.startIndex  // the next staged key
+            while true {
+                let stagedKey: [UInt8]? = staged.indices.contains(next) ? staged[next] : nil
+                var key: [UInt8]
+                var value: [UInt8]?
+                var stored: [UInt8]? = nil
+                if cursor.isValid {
+                    stored = cursor.key
+                    // A shared cursor is bounded by the whole index, not by this scan's range.
+                    if reverse ? Bytes.compare(stored!, lowerKey) < 0 : upperKey.map({ Bytes.compare(stored!, $0) >= 0 }) ?? false { stored = nil }
+                }
+                if let storedKey = stored {
+                    key = storedKey
+                    let order = stagedKey.map { Bytes.compare($0, storedKey) } ?? 0
+                    if let stagedKey, order == 0 || (order < 0) != reverse {
+                        // The staged entry comes first, or replaces this stored one.
+                        if order == 0 {
+                            passed = storedKey
                             if reverse { cursor.prev() } else { cursor.next() }
                         }
-                    } else if let stagedKey {
                         key = stagedKey
                         value = tx?.stagedMember(stagedKey) ?? nil
                         next += reverse ? -1 : 1
                     } else {
-                        break
+                        value = cursor.value
+                        passed = storedKey
+                        if reverse { cursor.prev() } else { cursor.next() }
                     }
-                    guard let value else { continue }  // deleted in the transaction
-                    do throws(CommandError) {
-                        if try !body(key, value) { return }
-                    } catch {
-                        failure = error
-                        return
-                    }
+                } else if let stagedKey {
+                    key = stagedKey
+                    value = tx?.stagedMember(stagedKey) ?? nil
+                    next += reverse ? -1 : 1
+                } else {
+                    break
                 }
-                try cursor.check()
+                guard let value else { continue }  // deleted in the transaction
+                do throws(CommandError) {
+                    if try !body(key, value) { return passed }
+                } catch {
+                    failure = error
+                    return passed
+                }
             }
+            return passed
+        }
+        try engine.storage("scan") {
+            guard let tx, let index, session.readSnapshot == nil else {
+                var options = readOptions
+                options.lowerBound = lowerKey
+                options.upperBound = upperKey
+                try database.withCursor(in: handle, options: options) { cursor in
+                    if reverse { cursor.seekToLast() } else { cursor.seek(lowerKey) }
+                    _ = walk(cursor)
+                    try cursor.check()
+                }
+                return
+            }
+            let kept = try tx.cursor(over: index) { () throws -> Cursor in
+                var options = ReadOptions()
+                options.lowerBound = index
+                options.upperBound = Call.prefixEnd(index)
+                return try database.makeCursor(in: handle, options: options)
+            }
+            let cursor = kept.cursor
+            if !kept.standsAtFirst(reverse ? nil : lowerKey, before: reverse ? upperKey : nil, reverse: reverse) {
+                if !reverse {
+                    cursor.seek(lowerKey)
+                } else if let upperKey {
+                    cursor.seekForPrev(upperKey)
+                    if cursor.isValid && cursor.withKey({ $0.elementsEqual(upperKey) }) { cursor.prev() }
+                } else {
+                    cursor.seekToLast()
+                }
+                kept.passed = nil
+            }
+            let passed = walk(cursor)
+            kept.moved(reverse: reverse, passed: passed)
+            try cursor.check()
         }
         if let failure { throw failure }
     }
