@@ -64,7 +64,7 @@ extension Engine {
         var replies = together.map { runs[$0.index].version }.map { RESPWriter(version: $0) }
         do {
             try locks.withLocks(keys) { () throws(CommandError) in
-                let tx = Transaction()
+                let tx = Transaction(expectedCommands: together.reduce(0) { $0 + $1.commands.count })
                 for (n, t) in together.enumerated() {
                     let session = runs[t.index].session
                     session.transaction = tx

@@ -46,7 +46,18 @@ final class Transaction {
     /// kept for its later scans of the same index (`Call.scanStored`).
     private var cursors: [ByteKey: IndexCursor] = [:]
     /// Collections' latest metadata not yet in `batch`, per family name, per key.
-    private var stagedMetadata: [String: [ByteKey: StagedCollection]] = [:]
+    private var stagedMetadata: [FamilyKey: StagedCollection] = [:]
+
+    /// A key in a family, hashed in one pass (one hasher for the name and the bytes).
+    struct FamilyKey: Hashable {
+        let family: String
+        let key: [UInt8]
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(family)
+            key.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+    }
 
     /// A collection's metadata as the transaction last changed it, with what reading it again
     /// would otherwise recompute (the decoded metadata, its members' key prefix).
@@ -58,13 +69,19 @@ final class Transaction {
         var prefix: [UInt8]
     }
 
+    /// `expectedCommands`: how many commands will run in it (a batched run knows), so the
+    /// member overlay is sized once instead of rehashing as it grows.
+    init(expectedCommands: Int = 0) {
+        if expectedCommands > 1 { stagedMembers.reserveCapacity(2 * expectedCommands) }
+    }
+
     /// Whether nothing was written (a read-only EXEC, a script that wrote nothing).
     var isEmpty: Bool { batch.count == 0 && stagedMetadata.isEmpty }
 
     /// What this transaction staged for `key`: `.some(bytes)`, `.some(nil)` when it deleted
     /// the key (directly, by FLUSHDB or by DELRANGE), or nil when the database decides.
     func staged(_ key: [UInt8], in family: String) -> [UInt8]?? {
-        if !stagedMetadata.isEmpty, let c = stagedMetadata[family]?[ByteKey(key)] { return .some(c.meta.size == 0 ? nil : c.meta.stored) }
+        if !stagedMetadata.isEmpty, let c = stagedMetadata[FamilyKey(family: family, key: key)] { return .some(c.meta.size == 0 ? nil : c.meta.stored) }
         if let value = overlay[family]?[ByteKey(key)] { return value }
         if cleared.contains(family) { return .some(nil) }
         for r in deletedRanges[family] ?? [] where !key.lexicographicallyPrecedes(r.lower) && key.lexicographicallyPrecedes(r.end) {
@@ -80,7 +97,7 @@ final class Transaction {
 
     /// The metadata this transaction staged for collection `key` and not yet wrote, if any.
     func stagedCollection(_ key: [UInt8], in family: String) -> StagedCollection? {
-        stagedMetadata.isEmpty ? nil : stagedMetadata[family]?[ByteKey(key)]
+        stagedMetadata.isEmpty ? nil : stagedMetadata[FamilyKey(family: family, key: key)]
     }
 
     /// The cursor kept over collection index `index`, made by `make` the first time.
@@ -133,19 +150,17 @@ final class Transaction {
     /// Stages a collection's new metadata (deleting the key when its size is 0); written to the
     /// batch once, at commit or before the next write that is not a member entry.
     func stage(_ key: [UInt8], _ meta: CollectionMetadata, prefix: [UInt8], in family: Family) {
-        stagedMetadata[family.name, default: [:]][ByteKey(key)] = StagedCollection(handle: family.handle, meta: meta, prefix: prefix)
+        stagedMetadata[FamilyKey(family: family.name, key: key)] = StagedCollection(handle: family.handle, meta: meta, prefix: prefix)
     }
 
     /// Writes the staged metadata into the batch (and the overlay). Always correct: staged
     /// metadata is newer than anything in the batch for its key.
     private func writeStagedMetadata() {
         guard !stagedMetadata.isEmpty else { return }
-        for (familyName, collections) in stagedMetadata {
-            for (key, c) in collections {
-                let stored: [UInt8]? = c.meta.size == 0 ? nil : c.meta.stored
-                if let stored { batch.put(key.bytes, stored, in: c.handle) } else { batch.delete(key.bytes, in: c.handle) }
-                overlay[familyName, default: [:]][key] = .some(stored)
-            }
+        for (at, c) in stagedMetadata {
+            let stored: [UInt8]? = c.meta.size == 0 ? nil : c.meta.stored
+            if let stored { batch.put(at.key, stored, in: c.handle) } else { batch.delete(at.key, in: c.handle) }
+            overlay[at.family, default: [:]][ByteKey(at.key)] = .some(stored)
         }
         stagedMetadata.removeAll()
     }
@@ -164,9 +179,9 @@ final class Transaction {
 
     /// A key new to `stagedMembers` joins its collection's order, when one was built.
     private func noteOrder(of key: [UInt8], in collection: [UInt8]) {
-        guard !memberOrder.isEmpty, var order = memberOrder.removeValue(forKey: ByteKey(collection)) else { return }
-        order.insert(key, at: Self.firstIndex(notBefore: key, in: order))
-        memberOrder[ByteKey(collection)] = order
+        guard !memberOrder.isEmpty, let i = memberOrder.index(forKey: ByteKey(collection)) else { return }
+        let at = Self.firstIndex(notBefore: key, in: memberOrder.values[i])
+        memberOrder.values[i].insert(key, at: at)  // in place: one lookup, no copy
     }
 
     /// The member-entry keys this transaction staged in `[lower, upper)` (nil: no upper bound)

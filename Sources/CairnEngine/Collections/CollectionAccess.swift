@@ -296,17 +296,31 @@ extension Call {
         try commit(changes)
     }
 
+    /// One collection's change, staged without copying it (the common case inside a batch).
+    func commit(_ change: borrowing CollectionChange) throws(CommandError) {
+        guard let tx = session.transaction else { return try commit([copy change]) }
+        guard Self.writes(change) else { return }
+        stage(change, in: tx)
+    }
+
+    /// Whether committing `c` writes anything (a new collection left empty writes nothing).
+    private static func writes(_ c: borrowing CollectionChange) -> Bool {
+        !c.isEmpty || (c.existed && c.meta.size == 0)
+    }
+
+    private func stage(_ c: borrowing CollectionChange, in tx: Transaction) {
+        for (k, v) in c.puts { tx.putMember(k, v, collection: c.prefix, in: members) }
+        for k in c.deletes { tx.deleteMember(k, collection: c.prefix, in: members) }
+        // Written once, at commit, however many commands of the transaction change it.
+        tx.stage(c.key, c.meta, prefix: c.prefix, in: family)
+        tx.changedStripes.insert(engine.locks.stripe(for: c.key, in: family))
+    }
+
     func commit(_ changes: [CollectionChange]) throws(CommandError) {
-        let changes = changes.filter { !$0.isEmpty || ($0.existed && $0.meta.size == 0) }
+        let changes = changes.filter { Self.writes($0) }
         guard !changes.isEmpty else { return }
         if let tx = session.transaction {
-            for c in changes {
-                for (k, v) in c.puts { tx.putMember(k, v, collection: c.prefix, in: members) }
-                for k in c.deletes { tx.deleteMember(k, collection: c.prefix, in: members) }
-                // Written once, at commit, however many commands of the transaction change it.
-                tx.stage(c.key, c.meta, prefix: c.prefix, in: family)
-                tx.changedStripes.insert(engine.locks.stripe(for: c.key, in: family))
-            }
+            for c in changes { stage(c, in: tx) }
             return
         }
         var batch = WriteBatch()
