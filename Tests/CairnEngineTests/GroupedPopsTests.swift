@@ -118,6 +118,38 @@ import Testing
         #expect(h.run("SCARD", "s") == .integer(Int64(expected.count)))
     }
 
+    /// List pops in a batch read their elements with the transaction's kept cursor: random
+    /// pipelines of pops from both ends and pushes to both ends, grouped against alone.
+    @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
+    func randomPipelinesOfListPops(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        let grouped = try EngineHarness()
+        let alone = try EngineHarness()
+        let fill = Self.argv(["RPUSH", "l"] + (0..<30).map { "e\($0)" })
+        grouped.run(fill)
+        alone.run(fill)
+        for _ in 0..<12 {
+            var requests: [[String]] = []
+            for _ in 0..<Int.random(in: 1...24, using: &rng) {
+                let element = "x\(Int.random(in: 0..<100, using: &rng))"
+                let request: [String] = switch Int.random(in: 0..<10, using: &rng) {
+                case 0, 1, 2: ["LPOP", "l"]
+                case 3, 4: ["RPOP", "l"]
+                case 5: ["LPOP", "l", "\(Int.random(in: 0...4, using: &rng))"]
+                case 6: ["RPOP", "l", "\(Int.random(in: 0...4, using: &rng))"]
+                case 7: ["LPUSH", "l", element]
+                case 8: ["RPUSH", "l", element, element + "b"]
+                default: ["LSET", "l", "0", element]
+                }
+                requests.append(request)
+            }
+            let a = try Self.pipeline(grouped, requests)
+            let b = Self.alone(alone, requests)
+            #expect(a == b, "\(requests)")
+        }
+        #expect(GroupedPathsTests.contents(grouped) == GroupedPathsTests.contents(alone))
+    }
+
     /// Random pipelines of pops and writes on one sorted set, grouped against alone.
     @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
     func randomPipelinesOfPops(seed: UInt64) throws {
