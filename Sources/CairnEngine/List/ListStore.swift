@@ -57,13 +57,15 @@ extension Call {
             // where this one stopped instead of looking its element up again. Positions have no
             // gaps, so the scan meets exactly `subs`, in pop order; anything else reads them one
             // by one.
-            var scanned: [(sub: [UInt8], value: [UInt8])] = []
+            var met = true
             let (from, to) = end == .left ? (positions[0], positions[0] + n) : (positions[0] + 1 - n, positions[0] + 1)
+            values.reserveCapacity(subs.count)
             try scanMembers(change, .member, from: MemberKeys.position(from), to: MemberKeys.position(to), reverse: end == .right) { sub, value in
-                scanned.append((sub, value))
-                return true
+                met = met && values.count < subs.count && sub == subs[values.count]
+                values.append(value)
+                return met
             }
-            if scanned.count == subs.count && zip(scanned, subs).allSatisfy({ $0.sub == $1 }) { values = scanned.map(\.value) }
+            if !met || values.count != subs.count { values = [] }
         }
         if values.isEmpty { values = try members(change, .member, subs) }
         for sub in subs { change.delete(.member, sub) }
