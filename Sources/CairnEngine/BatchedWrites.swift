@@ -64,7 +64,7 @@ extension Engine {
         var replies = together.map { runs[$0.index].version }.map { RESPWriter(version: $0) }
         do {
             try locks.withLocks(keys) { () throws(CommandError) in
-                let tx = Transaction()
+                let tx = Transaction(expectedCommands: together.reduce(0) { $0 + $1.commands.count })
                 for (n, t) in together.enumerated() {
                     let session = runs[t.index].session
                     session.transaction = tx
@@ -91,9 +91,10 @@ extension Engine {
     /// fires the WATCHes of what it changed. The caller holds the stripes of every key written
     /// (or every stripe, when the transaction may change unknown keys).
     func commit(_ tx: Transaction) throws(CommandError) {
-        guard tx.batch.count > 0 else { return }
+        guard !tx.isEmpty else { return }
         let options = writeOptions
-        try storage("commit") { try writeClaimed(tx.batch, options: options) }
+        try storage("commit") { try tx.withBatch { batch in try writeClaimed(batch, options: options) } }
+        PoppedFronts.shared.publish(tx, database: database)
         if tx.changedUnknownKeys {
             locks.changedEveryStripe()
         } else {

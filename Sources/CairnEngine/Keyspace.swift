@@ -13,54 +13,6 @@ struct StoredEntry {
     var expiresAt: Int64?
 }
 
-/// The writes of one EXEC: a RocksDB write batch plus an overlay so later commands of the same
-/// transaction read what earlier ones wrote.
-final class Transaction {
-    var batch = WriteBatch()
-    /// Per family name, per key: the stored bytes (header included) or nil when deleted.
-    var overlay: [String: [ByteKey: [UInt8]?]] = [:]
-    /// Families FLUSHDB'd inside this transaction: keys not in the overlay read as missing.
-    var cleared: Set<String> = []
-    /// Ranges `[lower, end)` DELRANGE'd inside this transaction, per family: keys in them not
-    /// written again since read as missing.
-    var deletedRanges: [String: [(lower: [UInt8], end: [UInt8])]] = [:]
-    /// Lock stripes of the keys this transaction wrote: EXEC moves their versions once the
-    /// batch committed, so WATCHes fire only for a transaction that changed something.
-    var changedStripes: Set<Int> = []
-    /// Set by FLUSHDB and DELRANGE inside the transaction: any key may change.
-    var changedUnknownKeys = false
-
-    /// What this transaction staged for `key`: `.some(bytes)`, `.some(nil)` when it deleted
-    /// the key (directly, by FLUSHDB or by DELRANGE), or nil when the database decides.
-    func staged(_ key: [UInt8], in family: String) -> [UInt8]?? {
-        if let value = overlay[family]?[ByteKey(key)] { return value }
-        if cleared.contains(family) { return .some(nil) }
-        for r in deletedRanges[family] ?? [] where !key.lexicographicallyPrecedes(r.lower) && key.lexicographicallyPrecedes(r.end) {
-            return .some(nil)
-        }
-        return nil
-    }
-
-    /// Stages a range deletion: later reads of the transaction see the range empty.
-    func deleteRange(from lower: [UInt8], to end: [UInt8], in family: Family) {
-        batch.deleteRange(from: lower, to: end, in: family.handle)
-        changedUnknownKeys = true
-        deletedRanges[family.name, default: []].append((lower, end))
-        if var staged = overlay[family.name] {
-            for key in staged.keys where !key.bytes.lexicographicallyPrecedes(lower) && key.bytes.lexicographicallyPrecedes(end) {
-                staged[key] = .some(nil)
-            }
-            overlay[family.name] = staged
-        }
-    }
-
-    /// Just past the largest key this transaction wrote in `family` (nil when none): an
-    /// unbounded DELRANGE inside EXEC must cover keys only the batch holds.
-    func endPastStagedKeys(in family: String) -> [UInt8]? {
-        overlay[family]?.compactMap { $0.value == nil ? nil : $0.key.bytes }.max { $0.lexicographicallyPrecedes($1) }.map { $0 + [0] }
-    }
-}
-
 /// Key-level storage operations for handlers: expiry-aware reads, locked writes, and
 /// transparent batching while EXEC runs.
 extension Call {
@@ -234,8 +186,7 @@ extension Call {
     private func put(_ key: [UInt8], stored: [UInt8], expiresAt: Int64?) throws(CommandError) {
         if let expiresAt { engine.expirySweep.noteExpiringWrite(expiresAt: expiresAt) }
         if let tx = session.transaction {
-            tx.batch.put(key, stored, in: family.handle)
-            tx.overlay[family.name, default: [:]][ByteKey(key)] = .some(stored)
+            tx.put(key, stored, in: family)
             tx.changedStripes.insert(engine.locks.stripe(for: key, in: family))
             return
         }
@@ -247,8 +198,7 @@ extension Call {
 
     func remove(_ key: [UInt8]) throws(CommandError) {
         if let tx = session.transaction {
-            tx.batch.delete(key, in: family.handle)
-            tx.overlay[family.name, default: [:]][ByteKey(key)] = .some(nil)
+            tx.delete(key, in: family)
             tx.changedStripes.insert(engine.locks.stripe(for: key, in: family))
             return
         }

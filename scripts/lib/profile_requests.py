@@ -56,7 +56,8 @@ def parse_args():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bin", required=True, help="folder with a release cairnd (any release build)")
     p.add_argument("--tests", default="get,set,incr,hset,sadd,lpush",
-                   help="redis-benchmark -t list (get,set,incr,hset,sadd,lpush)")
+                   help="redis-benchmark -t list (get,set,incr,hset,sadd,lpush; also zadd, lpop, rpop, "
+                        "zpopmin, spop...: a pop test's key is filled first so every pop finds a member)")
     p.add_argument("--pipelines", default="1,16", help="pipeline depths (1,16)")
     p.add_argument("--requests", type=int, default=20_000, help="requests per measured run (20000)")
     p.add_argument("--clients", type=int, default=50, help="redis-benchmark -c (50)")
@@ -140,6 +141,39 @@ def load_keys(port, args):
                 raise SystemExit(f"load failed: {reply!r}")
 
 
+# Pops need members to pop: before each pop test's warm-up, its key (redis-benchmark's name) gets
+# enough for the warm-up and the measured run, so every measured pop finds one.
+POP_FILLS = {"lpop": ("RPUSH", b"mylist"), "rpop": ("RPUSH", b"mylist"),
+             "zpopmin": ("ZADD", b"myzset"), "zpopmax": ("ZADD", b"myzset"), "spop": ("SADD", b"myset")}
+
+
+def fill_for_pops(port, test, requests, args):
+    """Adds `requests` new members to the key `test` pops from (nothing for other tests)."""
+    if test not in POP_FILLS:
+        return
+    command, key = POP_FILLS[test]
+    fill_for_pops.next = getattr(fill_for_pops, "next", 0)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        for start_at in range(0, requests, 1000):
+            parts = [command.encode(), key]
+            for _ in range(start_at, min(start_at + 1000, requests)):
+                n = fill_for_pops.next
+                fill_for_pops.next += 1
+                member = b"fill:%012d" % n
+                if command == "ZADD":
+                    parts += [b"%d" % ((n * 7919) % 1_000_003), member]
+                elif command == "RPUSH":
+                    parts.append(member.ljust(args.data_size, b"x"))
+                else:
+                    parts.append(member)
+            s.sendall(resp(*parts))
+            reply = b""
+            while not reply.endswith(b"\r\n"):
+                reply += s.recv(64)
+            if not reply.startswith(b":"):
+                raise SystemExit(f"fill for {test} failed: {reply!r}")
+
+
 def benchmark(port, test, pipeline, args):
     cmd = ["redis-benchmark", "-p", str(port), "-t", test, "-n", str(args.requests), "-c", str(args.clients),
            "-d", str(args.data_size), "-r", str(args.keyspace), "-P", str(pipeline), "-q"]
@@ -206,6 +240,7 @@ def callgrind_runs(args, workdir):
     try:
         load_keys(port, args)
         for test, pipeline in runs(args):
+            fill_for_pops(port, test, max(args.requests // 10, 100) + args.requests + 1000, args)
             benchmark(port, test, pipeline, dict_args(args, requests=max(args.requests // 10, 100)))  # warm-up
             wait_for_keyspace_count(port)
             before = set(os.listdir(workdir))
@@ -456,6 +491,7 @@ def kernel_runs(args, workdir):
         load_keys(port, args)
         native = dict_args(args, requests=args.kernel_requests)
         for test, pipeline in runs(args):
+            fill_for_pops(port, test, max(args.requests // 10, 100) + args.kernel_requests + 1000, args)
             benchmark(port, test, pipeline, dict_args(args, requests=max(args.requests // 10, 100)))
             wait_for_keyspace_count(port)
             u0, s0 = cpu_ticks(process.pid)

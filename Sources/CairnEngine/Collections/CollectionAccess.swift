@@ -16,19 +16,20 @@ struct CollectionChange {
     private(set) var deletes: [[UInt8]] = []
 
     init(key: [UInt8], meta: CollectionMetadata, family: String, existed: Bool) {
+        self.init(key: key, meta: meta, prefix: MemberKeys.prefix(family: family, key: key, version: meta.version), existed: existed)
+    }
+
+    /// With the prefix of `meta.version` already known (a transaction's staged collection).
+    init(key: [UInt8], meta: CollectionMetadata, prefix: [UInt8], existed: Bool) {
         self.key = key
         self.meta = meta
-        self.prefix = MemberKeys.prefix(family: family, key: key, version: meta.version)
+        self.prefix = prefix
         self.existed = existed
     }
 
     /// The members-family key of a sub-key of this collection.
     func entryKey(_ tag: MemberKeys.Tag, _ sub: some Collection<UInt8>) -> [UInt8] {
-        var k = prefix
-        k.reserveCapacity(prefix.count + 1 + sub.count)
-        k.append(tag.rawValue)
-        k.append(contentsOf: sub)
-        return k
+        MemberKeys.entryKey(prefix, tag, sub)
     }
 
     mutating func put(_ tag: MemberKeys.Tag, _ sub: some Collection<UInt8>, _ value: [UInt8]) {
@@ -51,7 +52,8 @@ extension Call {
     /// The live metadata of collection `key`, nil when the key is missing or expired;
     /// WRONGTYPE when it holds another type.
     func collection(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionMetadata? {
-        try withStored(key) { (stored: KeyType?, payload: UnsafeRawBufferPointer?, expiresAt: Int64?) throws(CommandError) -> CollectionMetadata? in
+        if let staged = try stagedCollection(key, type) { return staged.meta.size == 0 ? nil : staged.meta }
+        return try withStored(key) { (stored: KeyType?, payload: UnsafeRawBufferPointer?, expiresAt: Int64?) throws(CommandError) -> CollectionMetadata? in
             guard let stored, let payload else { return nil }
             guard stored == type else { throw .wrongType }
             return CollectionMetadata(type: type, payload: payload, expiresAt: expiresAt)
@@ -61,6 +63,9 @@ extension Call {
     /// The change to make to collection `key`: its current metadata, or a new empty collection
     /// with a fresh version. WRONGTYPE when the key holds another type. Call under `locked`.
     func change(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionChange {
+        if let staged = try stagedCollection(key, type), staged.meta.size > 0 {
+            return CollectionChange(key: key, meta: staged.meta, prefix: staged.prefix, existed: true)
+        }
         if let meta = try collection(key, type) {
             return CollectionChange(key: key, meta: meta, family: family.name, existed: true)
         }
@@ -76,31 +81,75 @@ extension Call {
         return c
     }
 
+    /// The collection the running transaction staged at `key` (size 0: deleted), decoded, when
+    /// it does not expire: what `withStored` would decode from the staged bytes, without
+    /// encoding them first. Expiring ones take the general path (its expiry check). WRONGTYPE
+    /// when the staged collection is of another type.
+    private func stagedCollection(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> Transaction.StagedCollection? {
+        guard let tx = session.transaction, let staged = tx.stagedCollection(key, in: family.name), staged.meta.expiresAt == nil else { return nil }
+        if staged.meta.size > 0 && staged.meta.type != type { throw .wrongType }
+        return staged
+    }
+
     /// The value of one member entry, or nil.
     func member(_ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag, _ sub: [UInt8]) throws(CommandError) -> [UInt8]? {
-        let k = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue] + sub
-        if let tx = session.transaction, let staged = tx.staged(k, in: Engine.membersFamilyName) { return staged }
+        try memberValue(MemberKeys.entryKey(MemberKeys.prefix(family: family.name, key: key, version: meta.version), tag, sub))
+    }
+
+    /// The value of one member entry of the collection `change` stages, or nil.
+    func member(_ change: CollectionChange, _ tag: MemberKeys.Tag, _ sub: [UInt8]) throws(CommandError) -> [UInt8]? {
+        try memberValue(change.entryKey(tag, sub))
+    }
+
+    /// The values of several member entries, read at one sequence number.
+    func members(_ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag, _ subs: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
+        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version)
+        return try memberValues(subs.map { MemberKeys.entryKey(prefix, tag, $0) })
+    }
+
+    /// The values of several member entries of the collection `change` stages.
+    func members(_ change: CollectionChange, _ tag: MemberKeys.Tag, _ subs: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
+        try memberValues(subs.map { change.entryKey(tag, $0) })
+    }
+
+    /// The live collection at `key` as a change to make (nil when missing); WRONGTYPE when the
+    /// key holds another type. Call under `locked`.
+    func existing(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionChange? {
+        if let staged = try stagedCollection(key, type) {
+            return staged.meta.size == 0 ? nil : CollectionChange(key: key, meta: staged.meta, prefix: staged.prefix, existed: true)
+        }
+        return try collection(key, type).map { CollectionChange(key: key, meta: $0, family: family.name, existed: true) }
+    }
+
+    private func memberValue(_ k: [UInt8]) throws(CommandError) -> [UInt8]? {
+        if let tx = session.transaction, let staged = tx.stagedMember(k) { return staged }
         let handle = members
         let options = readOptions
         return try engine.storage("read") { try database.get(k, in: handle, options: options) }
     }
 
-    /// The values of several member entries, read at one sequence number.
-    func members(_ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag, _ subs: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
-        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue]
-        let keys = subs.map { prefix + $0 }
+    /// Inside a transaction, the entries it staged come from its overlay and the others from one
+    /// MultiGet, as outside.
+    private func memberValues(_ keys: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
+        if keys.count == 1 { return [try memberValue(keys[0])] }
+        var values = [[UInt8]?](repeating: nil, count: keys.count)
+        var unstaged = Array(keys.indices)
         if let tx = session.transaction {
-            return try keys.map { (k: [UInt8]) throws(CommandError) -> [UInt8]? in
-                if let staged = tx.staged(k, in: Engine.membersFamilyName) { return staged }
-                let handle = members
-                return try engine.storage("read") { try database.get(k, in: handle, options: readOptions) }
+            unstaged.removeAll { i in
+                guard let staged = tx.stagedMember(keys[i]) else { return false }
+                values[i] = staged
+                return true
             }
         }
+        guard !unstaged.isEmpty else { return values }
         let handle = members
         let options = readOptions
-        return try engine.storage("read") {
-            try database.withValues(forKeys: keys, in: handle, options: options) { values in values.map { $0.map { Array($0) } } }
+        let read = unstaged.count == keys.count ? keys : unstaged.map { keys[$0] }
+        let stored: [[UInt8]?] = try engine.storage("read") {
+            try database.withValues(forKeys: read, in: handle, options: options) { found in found.map { $0.map { Array($0) } } }
         }
+        for (i, v) in zip(unstaged, stored) { values[i] = v }
+        return values
     }
 
     /// Visits the entries of `tag` of a collection in order (backward when `reverse`), from
@@ -111,48 +160,131 @@ extension Call {
         from lower: [UInt8]? = nil, to upper: [UInt8]? = nil, reverse: Bool = false,
         _ body: (_ sub: [UInt8], _ value: [UInt8]) throws(CommandError) -> Bool
     ) throws(CommandError) {
-        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue]
-        let lowerKey = prefix + (lower ?? [])
-        let upperKey = upper.map { prefix + $0 } ?? Call.prefixEnd(prefix)
-        if let tx = session.transaction, let staged = tx.overlay[Engine.membersFamilyName],
-           staged.keys.contains(where: { $0.bytes.starts(with: prefix) }) {
-            // Few entries change inside one EXEC: read the range, then lay the staged ones over it.
-            var merged: [[UInt8]: [UInt8]] = [:]
-            try scanStored(lowerKey, upperKey, reverse: false) { k, v in merged[k] = v; return true }
-            for (key, v) in staged where !key.bytes.lexicographicallyPrecedes(lowerKey) && (upperKey.map { key.bytes.lexicographicallyPrecedes($0) } ?? true) {
-                merged[key.bytes] = v
-            }
-            var ordered = merged.keys.sorted { $0.lexicographicallyPrecedes($1) }
-            if reverse { ordered.reverse() }
-            for k in ordered where try !body(Array(k[prefix.count...]), merged[k]!) { return }
-            return
-        }
-        try scanStored(lowerKey, upperKey, reverse: reverse) { k, v throws(CommandError) in try body(Array(k[prefix.count...]), v) }
+        try scanMembers(collection: MemberKeys.prefix(family: family.name, key: key, version: meta.version), tag,
+                        from: lower, to: upper, reverse: reverse, body)
     }
 
+    /// `scanMembers` of the collection `change` stages (its prefix already known).
+    func scanMembers(
+        _ change: CollectionChange, _ tag: MemberKeys.Tag,
+        from lower: [UInt8]? = nil, to upper: [UInt8]? = nil, reverse: Bool = false,
+        _ body: (_ sub: [UInt8], _ value: [UInt8]) throws(CommandError) -> Bool
+    ) throws(CommandError) {
+        try scanMembers(collection: change.prefix, tag, from: lower, to: upper, reverse: reverse, body)
+    }
+
+    private func scanMembers(
+        collection: [UInt8], _ tag: MemberKeys.Tag, from lower: [UInt8]?, to upper: [UInt8]?, reverse: Bool,
+        _ body: (_ sub: [UInt8], _ value: [UInt8]) throws(CommandError) -> Bool
+    ) throws(CommandError) {
+        let prefix = collection + [tag.rawValue]
+        let lowerKey = prefix + (lower ?? [])
+        let upperKey = upper.map { prefix + $0 } ?? Call.prefixEnd(prefix)
+        let tx = session.transaction
+        let staged = tx?.stagedMembers(of: collection, from: lowerKey, to: upperKey) ?? []
+        try scanStored(lowerKey, upperKey, reverse: reverse, index: prefix, laying: staged, from: tx) { k, v throws(CommandError) in
+            try body(Array(k[prefix.count...]), v)
+        }
+    }
+
+    /// Visits the stored entries in `[lowerKey, upperKey)` in order, with the entries `staged`
+    /// (keys in that range, in order; their values in `tx`) laid over them: a staged value
+    /// replaces the stored one, a staged deletion hides it. Stops as soon as `body` returns
+    /// false, so a pop inside a batch reads no more than a pop alone.
+    ///
+    /// Inside a transaction the cursor over the collection's `index` (its prefix and tag) is
+    /// kept for the transaction's later scans of it (`Transaction.IndexCursor`): the next of a
+    /// run of pops, which starts where the last one stopped, steps on instead of seeking again
+    /// and no iterator is made per pop. What the cursor reads cannot change meanwhile: the
+    /// transaction holds the collection's lock until it commits, and writes nothing before.
     private func scanStored(
-        _ lowerKey: [UInt8], _ upperKey: [UInt8]?, reverse: Bool,
+        _ lowerKey: [UInt8], _ upperKey: [UInt8]?, reverse: Bool, index: [UInt8]? = nil,
+        laying staged: ArraySlice<[UInt8]> = [], from tx: Transaction? = nil,
         _ body: ([UInt8], [UInt8]) throws(CommandError) -> Bool
     ) throws(CommandError) {
-        var options = readOptions
-        options.lowerBound = lowerKey
-        options.upperBound = upperKey
         let handle = members
         var failure: CommandError? = nil
-        try engine.storage("scan") {
-            try database.withCursor(in: handle, options: options) { cursor in
-                if reverse { cursor.seekToLast() } else { cursor.seek(lowerKey) }
-                while cursor.isValid {
-                    do throws(CommandError) {
-                        if try !body(cursor.key, cursor.value) { return }
-                    } catch {
-                        failure = error
-                        return
-                    }
-                    if reverse { cursor.prev() } else { cursor.next() }
+        // Visits from where `cursor` stands; returns where the cursor stepped last (nil: nowhere).
+        func walk(_ cursor: Cursor) -> [UInt8]? {
+            var passed: [UInt8]? = nil
+            var next = reverse ? staged.endIndex - 1 : staged.startIndex  // the next staged key
+            while true {
+                let stagedKey: [UInt8]? = staged.indices.contains(next) ? staged[next] : nil
+                var key: [UInt8]
+                var value: [UInt8]?
+                var stored: [UInt8]? = nil
+                if cursor.isValid {
+                    stored = cursor.key
+                    // A shared cursor is bounded by the whole index, not by this scan's range.
+                    if reverse ? Bytes.compare(stored!, lowerKey) < 0 : upperKey.map({ Bytes.compare(stored!, $0) >= 0 }) ?? false { stored = nil }
                 }
-                try cursor.check()
+                if let storedKey = stored {
+                    key = storedKey
+                    let order = stagedKey.map { Bytes.compare($0, storedKey) } ?? 0
+                    if let stagedKey, order == 0 || (order < 0) != reverse {
+                        // The staged entry comes first, or replaces this stored one.
+                        if order == 0 {
+                            passed = storedKey
+                            if reverse { cursor.prev() } else { cursor.next() }
+                        }
+                        key = stagedKey
+                        value = tx?.stagedMember(stagedKey) ?? nil
+                        next += reverse ? -1 : 1
+                    } else {
+                        value = cursor.value
+                        passed = storedKey
+                        if reverse { cursor.prev() } else { cursor.next() }
+                    }
+                } else if let stagedKey {
+                    key = stagedKey
+                    value = tx?.stagedMember(stagedKey) ?? nil
+                    next += reverse ? -1 : 1
+                } else {
+                    break
+                }
+                guard let value else { continue }  // deleted in the transaction
+                do throws(CommandError) {
+                    if try !body(key, value) { return passed }
+                } catch {
+                    failure = error
+                    return passed
+                }
             }
+            return passed
+        }
+        try engine.storage("scan") {
+            guard let tx, let index, session.readSnapshot == nil else {
+                var options = readOptions
+                options.lowerBound = lowerKey
+                options.upperBound = upperKey
+                try database.withCursor(in: handle, options: options) { cursor in
+                    if reverse { cursor.seekToLast() } else { cursor.seek(lowerKey) }
+                    _ = walk(cursor)
+                    try cursor.check()
+                }
+                return
+            }
+            let kept = try tx.cursor(over: index) { () throws -> Cursor in
+                var options = ReadOptions()
+                options.lowerBound = index
+                options.upperBound = Call.prefixEnd(index)
+                return try database.makeCursor(in: handle, options: options)
+            }
+            let cursor = kept.cursor
+            if !kept.standsAtFirst(reverse ? nil : lowerKey, before: reverse ? upperKey : nil, reverse: reverse) {
+                if !reverse {
+                    cursor.seek(lowerKey)
+                } else if let upperKey {
+                    cursor.seekForPrev(upperKey)
+                    if cursor.isValid && cursor.withKey({ $0.elementsEqual(upperKey) }) { cursor.prev() }
+                } else {
+                    cursor.seekToLast()
+                }
+                kept.passed = nil
+            }
+            let passed = walk(cursor)
+            kept.moved(reverse: reverse, passed: passed)
+            try cursor.check()
         }
         if let failure { throw failure }
     }
@@ -164,24 +296,31 @@ extension Call {
         try commit(changes)
     }
 
+    /// One collection's change, staged without copying it (the common case inside a batch).
+    func commit(_ change: borrowing CollectionChange) throws(CommandError) {
+        guard let tx = session.transaction else { return try commit([copy change]) }
+        guard Self.writes(change) else { return }
+        stage(change, in: tx)
+    }
+
+    /// Whether committing `c` writes anything (a new collection left empty writes nothing).
+    private static func writes(_ c: borrowing CollectionChange) -> Bool {
+        !c.isEmpty || (c.existed && c.meta.size == 0)
+    }
+
+    private func stage(_ c: borrowing CollectionChange, in tx: Transaction) {
+        for (k, v) in c.puts { tx.putMember(k, v, collection: c.prefix, in: members) }
+        for k in c.deletes { tx.deleteMember(k, collection: c.prefix, in: members) }
+        // Written once, at commit, however many commands of the transaction change it.
+        tx.stage(c.key, c.meta, prefix: c.prefix, in: family)
+        tx.changedStripes.insert(engine.locks.stripe(for: c.key, in: family))
+    }
+
     func commit(_ changes: [CollectionChange]) throws(CommandError) {
-        let changes = changes.filter { !$0.isEmpty || ($0.existed && $0.meta.size == 0) }
+        let changes = changes.filter { Self.writes($0) }
         guard !changes.isEmpty else { return }
         if let tx = session.transaction {
-            for c in changes {
-                for (k, v) in c.puts {
-                    tx.batch.put(k, v, in: members)
-                    tx.overlay[Engine.membersFamilyName, default: [:]][ByteKey(k)] = .some(v)
-                }
-                for k in c.deletes {
-                    tx.batch.delete(k, in: members)
-                    tx.overlay[Engine.membersFamilyName, default: [:]][ByteKey(k)] = .some(nil)
-                }
-                let stored: [UInt8]? = c.meta.size == 0 ? nil : c.meta.stored
-                if let stored { tx.batch.put(c.key, stored, in: family.handle) } else { tx.batch.delete(c.key, in: family.handle) }
-                tx.overlay[family.name, default: [:]][ByteKey(c.key)] = .some(stored)
-                tx.changedStripes.insert(engine.locks.stripe(for: c.key, in: family))
-            }
+            for c in changes { stage(c, in: tx) }
             return
         }
         var batch = WriteBatch()

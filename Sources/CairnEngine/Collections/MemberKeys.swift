@@ -38,6 +38,17 @@ enum MemberKeys {
         return out
     }
 
+    /// The members-family key of sub-key `sub` of `tag` under a collection's `prefix`, built in
+    /// one allocation.
+    static func entryKey(_ prefix: [UInt8], _ tag: Tag, _ sub: some Collection<UInt8>) -> [UInt8] {
+        var k: [UInt8] = []
+        k.reserveCapacity(prefix.count + 1 + sub.count)
+        k.append(contentsOf: prefix)
+        k.append(tag.rawValue)
+        k.append(contentsOf: sub)
+        return k
+    }
+
     /// Where the range of one family's collections starts and ends (CF.DROP, FLUSHDB).
     static func familyRange(_ family: String) -> (lower: [UInt8], upper: [UInt8]) {
         let name = Array(family.utf8)

@@ -83,13 +83,12 @@ enum FamilyCommands {
             if kind == .add && Bytes.int64(call[2]) == nil { throw .notInteger }
             let operand = kind.operand(call[2])
             if let tx = call.session.transaction {
-                tx.batch.merge(call[1], operand, in: call.family.handle)
                 // Later reads in the same EXEC see the merged value through the overlay.
                 let current = try call.read(call[1])
                 let merged = operand.withUnsafeBytes { raw in
                     kind.apply(current?.payload, UnsafeRawBufferPointer(rebasing: raw[1...]))
                 }
-                tx.overlay[call.family.name, default: [:]][ByteKey(call[1])] = .some(ValueFormat.encode(merged, expiresAt: current?.expiresAt))
+                tx.merge(call[1], operand, result: ValueFormat.encode(merged, expiresAt: current?.expiresAt), in: call.family)
                 tx.changedStripes.insert(call.engine.locks.stripe(for: call[1], in: call.family))
             } else {
                 let handle = call.family.handle

@@ -289,17 +289,7 @@ enum KeyCommands {
                 }
             }
             if let tx = call.session.transaction {
-                // Past the stored keys and the ones written earlier in this EXEC, which the
-                // database does not hold yet.
-                let staged = tx.endPastStagedKeys(in: family.name)
-                if let end = [last.map { $0 + [0] }, staged].compactMap({ $0 }).max(by: { $0.lexicographicallyPrecedes($1) }) {
-                    tx.batch.deleteRange(from: [], to: end, in: handle)
-                    let members = MemberKeys.familyRange(family.name)
-                    tx.batch.deleteRange(from: members.lower, to: members.upper, in: family.members)
-                    tx.changedUnknownKeys = true
-                }
-                tx.overlay[family.name] = [:]
-                tx.cleared.insert(family.name)
+                tx.clear(family, storedEnd: last.map { $0 + [0] })
                 continue
             }
             guard let last else { continue }

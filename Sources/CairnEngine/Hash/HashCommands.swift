@@ -26,7 +26,7 @@ enum HashCommands {
             call, out throws(CommandError) in
             let created = try call.locked(call[1]) { () throws(CommandError) -> Bool in
                 var change = try call.change(call[1], .hash)
-                if change.existed, try call.member(change.meta, of: call[1], .member, call[2]) != nil { return false }
+                if change.existed, try call.member(change, .member, call[2]) != nil { return false }
                 change.put(.member, call[2], call[3])
                 change.meta.size += 1
                 try call.commit(change)
@@ -55,11 +55,10 @@ enum HashCommands {
                 summary: "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
                 arguments: "key field [field ...]") { call, out throws(CommandError) in
             let removed = try call.locked(call[1]) { () throws(CommandError) -> Int in
-                guard let meta = try call.collection(call[1], .hash) else { return 0 }
-                var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
-                var seen = Set<[UInt8]>()
-                let fields = call.argv[2...].filter { seen.insert($0).inserted }
-                let present = try call.members(meta, of: call[1], .member, fields)
+                guard var change = try call.existing(call[1], .hash) else { return 0 }
+                var seen = Set<ByteKey>()
+                let fields = call.argv[2...].filter { seen.insert(ByteKey($0)).inserted }
+                let present = try call.members(change, .member, fields)
                 for (field, value) in zip(fields, present) where value != nil { change.delete(.member, field) }
                 let n = present.filter { $0 != nil }.count
                 change.meta.size -= UInt64(n)
@@ -113,7 +112,7 @@ enum HashCommands {
             let delta = try call.integer(3)
             let result = try call.locked(call[1]) { () throws(CommandError) -> Int64 in
                 var change = try call.change(call[1], .hash)
-                let old = change.existed ? try call.member(change.meta, of: call[1], .member, call[2]) : nil
+                let old = change.existed ? try call.member(change, .member, call[2]) : nil
                 var base: Int64 = 0
                 if let old {
                     guard let v = Bytes.int64(old) else { throw CommandError("ERR", "hash value is not an integer") }
@@ -134,7 +133,7 @@ enum HashCommands {
             guard let delta = Bytes.double(call[3]) else { throw .notFloat }
             let text = try call.locked(call[1]) { () throws(CommandError) -> String in
                 var change = try call.change(call[1], .hash)
-                let old = change.existed ? try call.member(change.meta, of: call[1], .member, call[2]) : nil
+                let old = change.existed ? try call.member(change, .member, call[2]) : nil
                 var base = 0.0
                 if let old {
                     guard let v = Bytes.double(old) else { throw CommandError("ERR", "hash value is not a float") }
@@ -164,16 +163,27 @@ enum HashCommands {
         guard call.count % 2 == 0 else { throw .arity(call.name) }
         return try call.locked(call[1]) { () throws(CommandError) -> Int in
             var change = try call.change(call[1], .hash)
-            var latest: [ByteKey: [UInt8]] = [:]  // a field given twice: the last value wins
-            var order: [[UInt8]] = []
-            for i in stride(from: 2, to: call.count, by: 2) {
-                if latest.updateValue(call[i + 1], forKey: ByteKey(call[i])) == nil { order.append(call[i]) }
+            // Fields in first-given order, each with its last value (a field given twice: the last
+            // value wins); one pair needs no dictionary.
+            var fields: [[UInt8]] = [call[2]]
+            var values: [[UInt8]] = [call[3]]
+            if call.count > 4 {
+                var at: [ByteKey: Int] = [ByteKey(call[2]): 0]
+                for i in stride(from: 4, to: call.count, by: 2) {
+                    if let j = at[ByteKey(call[i])] {
+                        values[j] = call[i + 1]
+                    } else {
+                        at[ByteKey(call[i])] = fields.count
+                        fields.append(call[i])
+                        values.append(call[i + 1])
+                    }
+                }
             }
-            let present = change.existed ? try call.members(change.meta, of: call[1], .member, order) : Array(repeating: nil, count: order.count)
+            let present = change.existed ? try call.members(change, .member, fields) : Array(repeating: nil, count: fields.count)
             var created = 0
-            for (field, old) in zip(order, present) {
-                change.put(.member, field, latest[ByteKey(field)]!)
-                if old == nil { created += 1 }
+            for i in fields.indices {
+                change.put(.member, fields[i], values[i])
+                if present[i] == nil { created += 1 }
             }
             change.meta.size += UInt64(created)
             try call.commit(change)

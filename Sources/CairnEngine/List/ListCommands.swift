@@ -122,8 +122,8 @@ enum ListCommands {
         try call.locked(call[1]) { () throws(CommandError) -> Int64 in
             var change: CollectionChange
             if onlyExisting {
-                guard let meta = try call.list(call[1]) else { return 0 }
-                change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+                guard let existing = try call.existing(call[1], .list) else { return 0 }
+                change = existing
             } else {
                 change = try call.change(call[1], .list)
             }
@@ -142,8 +142,7 @@ enum ListCommands {
             count = n
         }
         let popped = try call.locked(call[1]) { () throws(CommandError) -> [[UInt8]]? in
-            guard let meta = try call.list(call[1]) else { return nil }
-            var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+            guard var change = try call.existing(call[1], .list) else { return nil }
             let elements = try call.pop(Int(clamping: count ?? 1), from: end, of: &change)
             if !elements.isEmpty { try call.commit(change) }
             return elements

@@ -49,8 +49,26 @@ extension Call {
         case .left: (0..<n).map { change.meta.head + $0 }
         case .right: (0..<n).map { change.meta.tail - 1 - $0 }
         }
-        let values = try members(change.meta, of: change.key, .member, positions.map(MemberKeys.position))
-        for p in positions { change.delete(.member, MemberKeys.position(p)) }
+        let subs = positions.map(MemberKeys.position)
+        var values: [[UInt8]?] = []
+        if session.transaction != nil {
+            // In a transaction (a batch of pops of one list) the elements are read with the
+            // transaction's kept cursor over the list (`scanMembers`): the next pop steps on from
+            // where this one stopped instead of looking its element up again. Positions have no
+            // gaps, so the scan meets exactly `subs`, in pop order; anything else reads them one
+            // by one.
+            var met = true
+            let (from, to) = end == .left ? (positions[0], positions[0] + n) : (positions[0] + 1 - n, positions[0] + 1)
+            values.reserveCapacity(subs.count)
+            try scanMembers(change, .member, from: MemberKeys.position(from), to: MemberKeys.position(to), reverse: end == .right) { sub, value in
+                met = met && values.count < subs.count && sub == subs[values.count]
+                values.append(value)
+                return met
+            }
+            if !met || values.count != subs.count { values = [] }
+        }
+        if values.isEmpty { values = try members(change, .member, subs) }
+        for sub in subs { change.delete(.member, sub) }
         switch end {
         case .left: change.meta.head += n
         case .right: change.meta.tail -= n

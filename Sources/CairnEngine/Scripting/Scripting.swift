@@ -181,7 +181,7 @@ final class Scripting: @unchecked Sendable {
         state.call(run, keys: keys, args: args, out: &out)
         if run.needsEveryStripe && held != nil { return nil }
         // Writes made before a script error stay, as in Redis; a shutdown drops them.
-        if tx.batch.count > 0 && !shuttingDown.load(ordering: .relaxed) {
+        if !tx.isEmpty && !shuttingDown.load(ordering: .relaxed) {
             do {
                 try engine.commit(tx)
             } catch {

@@ -6,11 +6,10 @@ import RESP
 /// sub-key and an empty value (`MemberKeys`), so SISMEMBER is one point lookup and SMEMBERS or
 /// SSCAN an ordered scan (members come back in byte order, not Redis's hash order).
 enum SetCommands {
-    /// Writes run batched with their connection's neighbours (`Engine.executeBatched`), except
-    /// pops: they move the popped-front bound (`PoppedFronts`) only outside a transaction.
-    static let all: [Command] = commands.map {
-        $0.flags.contains(.write) && !["spop"].contains($0.name) ? $0.grouped { _, _ in .batched } : $0
-    }
+    /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`); a
+    /// run of pops moves the batch's own popped-front bound (`PoppedFronts`), shared once it
+    /// committed.
+    static let all: [Command] = commands.map { $0.flags.contains(.write) ? $0.grouped { _, _ in .batched } : $0 }
 
     private static let commands: [Command] = [
         Command("sadd", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
@@ -19,14 +18,14 @@ enum SetCommands {
             let added = try call.locked(call[1]) { () throws(CommandError) -> Int in
                 var change = try call.change(call[1], .set)
                 let members = distinct(call.argv[2...])
-                let present = change.existed ? try call.members(change.meta, of: call[1], .member, members) : Array(repeating: nil, count: members.count)
+                let present = change.existed ? try call.members(change, .member, members) : Array(repeating: nil, count: members.count)
                 var added = 0
                 for (m, old) in zip(members, present) where old == nil {
                     change.put(.member, m, [])
                     added += 1
                 }
                 change.meta.size += UInt64(added)
-                PoppedFronts.shared.noteInserts(call, PoppedFronts.prefix(call, change.meta, call[1], .member), members)
+                PoppedFronts.shared.noteInserts(call, change, .member, members)
                 if added > 0 { try call.commit(change) }
                 return added
             }
@@ -36,11 +35,10 @@ enum SetCommands {
                 summary: "Removes one or more members from a set. Deletes the set if the last member was removed.",
                 arguments: "key member [member ...]") { call, out throws(CommandError) in
             let removed = try call.locked(call[1]) { () throws(CommandError) -> Int in
-                guard let meta = try call.collection(call[1], .set) else { return 0 }
-                var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+                guard var change = try call.existing(call[1], .set) else { return 0 }
                 let members = distinct(call.argv[2...])
                 var removed = 0
-                for (m, old) in zip(members, try call.members(meta, of: call[1], .member, members)) where old != nil {
+                for (m, old) in zip(members, try call.members(change, .member, members)) where old != nil {
                     change.delete(.member, m)
                     removed += 1
                 }
@@ -124,7 +122,7 @@ enum SetCommands {
                 var into = try call.change(destination, .set)
                 let already = to == nil ? false : try call.member(into.meta, of: destination, .member, member) != nil
                 if !already {
-                    PoppedFronts.shared.noteInserts(call, PoppedFronts.prefix(call, into.meta, destination, .member), [member])
+                    PoppedFronts.shared.noteInserts(call, into, .member, [member])
                     into.put(.member, member, [])
                     into.meta.size += 1
                 }
@@ -169,8 +167,9 @@ enum SetCommands {
 
     /// The arguments without repeats, in their first order.
     static func distinct(_ args: ArraySlice<[UInt8]>) -> [[UInt8]] {
-        var seen = Set<[UInt8]>()
-        return args.filter { seen.insert($0).inserted }
+        if args.count == 1 { return Array(args) }
+        var seen = Set<ByteKey>()
+        return args.filter { seen.insert(ByteKey($0)).inserted }
     }
 
     /// The keys of `numkeys key [key ...] ...` with `numkeys` at `countAt` (none when it is

@@ -12,13 +12,14 @@ import Synchronization
 /// A bound is only a hint kept in memory, per collection version and index (the tag prefix of
 /// the members-family key), for the database being served (a restore or reopen swaps it and
 /// the hints are dropped): a write that puts an entry beyond it drops it
-/// (`noteInserts`), pops move it only outside EXEC (a discarded transaction must not leave it
-/// past live entries), and a missing hint means "scan from the start". Callers hold the
-/// collection's key lock.
+/// (`noteInserts`), and a missing hint means "scan from the start". Inside a transaction (EXEC,
+/// a script, a batched run of pops) a pop moves the transaction's own bound, which its later
+/// pops use and `publish` makes shared once the batch committed: a transaction that does not
+/// commit must not leave a bound past live entries. Callers hold the collection's key lock.
 final class PoppedFronts: Sendable {
     static let shared = PoppedFronts()
 
-    private struct Bounds {
+    struct Bounds {
         /// Every entry below this key is gone.
         var lower: [UInt8]? = nil
         /// Every entry at or above this key is gone.
@@ -29,16 +30,15 @@ final class PoppedFronts: Sendable {
     /// database at a reused address is still told apart).
     private struct Table: @unchecked Sendable {
         weak var owner: Database?
-        var bounds: [[UInt8]: Bounds] = [:]
+        var bounds: [ByteKey: Bounds] = [:]
     }
 
     private let table = Mutex(Table())
     /// Hints kept at most; past it they are all dropped (each costs only a slower next pop).
     private let capacity = 4096
 
-    private func withBounds<R>(_ call: Call, _ body: (inout [[UInt8]: Bounds]) -> R) -> R {
-        let database = call.database
-        return table.withLock { t in
+    private func withBounds<R>(_ database: Database, _ body: (inout [ByteKey: Bounds]) -> R) -> R {
+        table.withLock { t in
             if t.owner !== database {
                 t.owner = database
                 t.bounds.removeAll()
@@ -54,25 +54,43 @@ final class PoppedFronts: Sendable {
 
     /// The sub-key range (lower inclusive, upper exclusive) still worth scanning.
     func range(_ call: Call, _ prefix: [UInt8]) -> (lower: [UInt8]?, upper: [UInt8]?) {
-        let b = withBounds(call) { $0[prefix] }
+        let b = call.session.transaction?.poppedBounds[ByteKey(prefix)] ?? withBounds(call.database) { $0[ByteKey(prefix)] }
         return (b?.lower, b?.upper)
     }
 
     /// After popping from the front through sub-key `last`: everything up to it is gone.
     func poppedFront(_ call: Call, _ prefix: [UInt8], through last: [UInt8]) {
-        guard call.session.transaction == nil else { return }
-        withBounds(call) { all in
-            if all.count >= capacity && all[prefix] == nil { all.removeAll(keepingCapacity: true) }
-            all[prefix, default: Bounds()].lower = last + [0]
-        }
+        moved(call, prefix) { $0.lower = last + [0] }
     }
 
     /// After popping from the back down to sub-key `first`: everything from it on is gone.
     func poppedBack(_ call: Call, _ prefix: [UInt8], from first: [UInt8]) {
-        guard call.session.transaction == nil else { return }
-        withBounds(call) { all in
-            if all.count >= capacity && all[prefix] == nil { all.removeAll(keepingCapacity: true) }
-            all[prefix, default: Bounds()].upper = first
+        moved(call, prefix) { $0.upper = first }
+    }
+
+    private func moved(_ call: Call, _ prefix: [UInt8], _ change: (inout Bounds) -> Void) {
+        let key = ByteKey(prefix)
+        if let tx = call.session.transaction {
+            var b = tx.poppedBounds[key] ?? withBounds(call.database) { $0[key] } ?? Bounds()
+            change(&b)
+            tx.poppedBounds[key] = b
+            return
+        }
+        withBounds(call.database) { all in
+            if all.count >= capacity && all[key] == nil { all.removeAll(keepingCapacity: true) }
+            change(&all[key, default: Bounds()])
+        }
+    }
+
+    /// Makes the bounds a transaction's pops moved shared, once its batch committed (under the
+    /// locks of its keys).
+    func publish(_ tx: Transaction, database: Database) {
+        guard !tx.poppedBounds.isEmpty else { return }
+        withBounds(database) { all in
+            for (key, b) in tx.poppedBounds {
+                if all.count >= capacity && all[key] == nil { all.removeAll(keepingCapacity: true) }
+                all[key] = b
+            }
         }
     }
 
@@ -82,16 +100,33 @@ final class PoppedFronts: Sendable {
         table.withLock { $0.bounds.removeAll() }
     }
 
-    /// Entries `subs` are (or may be) written: a bound one of them falls outside of is dropped.
-    func noteInserts(_ call: Call, _ prefix: [UInt8], _ subs: [[UInt8]]) {
+    /// Entries `subs` of `tag` of the collection `change` stages are (or may be) written: a
+    /// bound one of them falls outside of is dropped (the shared one, and the running
+    /// transaction's).
+    func noteInserts(_ call: Call, _ change: CollectionChange, _ tag: MemberKeys.Tag, _ subs: [[UInt8]]) {
         guard !subs.isEmpty else { return }
-        withBounds(call) { all in
-            guard !all.isEmpty, var b = all[prefix] else { return }
+        func dropped(_ b: inout Bounds) {
             for sub in subs {
                 if let lower = b.lower, sub.lexicographicallyPrecedes(lower) { b.lower = nil }
                 if let upper = b.upper, !sub.lexicographicallyPrecedes(upper) { b.upper = nil }
             }
-            all[prefix] = (b.lower == nil && b.upper == nil) ? nil : b
+        }
+        var key: ByteKey? = nil  // built only when some bound exists
+        if let tx = call.session.transaction, !tx.poppedBounds.isEmpty {
+            let k = key ?? ByteKey(change.prefix + [tag.rawValue])
+            key = k
+            if var b = tx.poppedBounds[k] {
+                dropped(&b)
+                // With both sides gone, the shared bound (checked the same way below) applies.
+                tx.poppedBounds[k] = (b.lower == nil && b.upper == nil) ? nil : b
+            }
+        }
+        withBounds(call.database) { all in
+            guard !all.isEmpty else { return }
+            let k = key ?? ByteKey(change.prefix + [tag.rawValue])
+            guard var b = all[k] else { return }
+            dropped(&b)
+            all[k] = (b.lower == nil && b.upper == nil) ? nil : b
         }
     }
 }

@@ -13,6 +13,9 @@ enum Scores {
     /// Redis 7.0's text for a score: `%.17g` (`1.1000000000000001`, `1e+20`, `inf`).
     static func text(_ d: Double) -> String {
         if d.isInfinite { return d > 0 ? "inf" : "-inf" }
+        // An integer below 2^53 has at most 16 digits: `%.17g` prints it as one, with no
+        // exponent or point; Foundation's formatter costs ~12,000 instructions per score.
+        if d == d.rounded(), d.magnitude < 9_007_199_254_740_992, !(d == 0 && d.sign == .minus) { return String(Int64(d)) }
         return String(format: "%.17g", d)
     }
 

@@ -7,11 +7,10 @@ import RESP
 /// counts the entries before the member (O(rank)); BYLEX ranges walk the members in byte
 /// order, which is Redis's order when all scores are equal (the case BYLEX is defined for).
 enum SortedSetCommands {
-    /// Writes run batched with their connection's neighbours (`Engine.executeBatched`), except
-    /// pops: they move the popped-front bound (`PoppedFronts`) only outside a transaction.
-    static let all: [Command] = commands.map {
-        $0.flags.contains(.write) && !["zpopmin", "zpopmax"].contains($0.name) ? $0.grouped { _, _ in .batched } : $0
-    }
+    /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`); a
+    /// run of pops moves the batch's own popped-front bound (`PoppedFronts`), shared once it
+    /// committed.
+    static let all: [Command] = commands.map { $0.flags.contains(.write) ? $0.grouped { _, _ in .batched } : $0 }
 
     private static let commands: [Command] = [
         Command("zadd", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
@@ -27,11 +26,10 @@ enum SortedSetCommands {
                 summary: "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.",
                 arguments: "key member [member ...]") { call, out throws(CommandError) in
             let removed = try call.locked(call[1]) { () throws(CommandError) -> Int in
-                guard let meta = try call.collection(call[1], .zset) else { return 0 }
-                var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
+                guard var change = try call.existing(call[1], .zset) else { return 0 }
                 let members = SetCommands.distinct(call.argv[2...])
                 var removed = 0
-                for (m, score) in zip(members, try SortedSetEntries.scores(call, meta, call[1], members)) {
+                for (m, score) in zip(members, try SortedSetEntries.scores(call, change, members)) {
                     guard let score else { continue }
                     SortedSetEntries.remove(&change, SortedEntry(member: m, score: score))
                     removed += 1
@@ -163,15 +161,30 @@ enum SortedSetCommands {
         try call.locked(call[1]) { () throws(CommandError) -> (added: Int, updated: Int, score: Double?) in
             if o.onlyExisting, try call.collection(call[1], .zset) == nil { return (0, 0, nil) }
             var change = try call.change(call[1], .zset)
-            var latest: [[UInt8]: Double] = [:]  // a member given twice: the last score wins
-            var order: [[UInt8]] = []
-            for (m, s) in pairs where latest.updateValue(s, forKey: m) == nil { order.append(m) }
-            let olds = change.existed ? try SortedSetEntries.scores(call, change.meta, call[1], order) : Array(repeating: nil, count: order.count)
+            // Members in first-given order, each with its last score (a member given twice: the
+            // last score wins); one pair needs no dictionary.
+            var order = pairs.map(\.0)
+            var scores = pairs.map(\.1)
+            if pairs.count > 1 {
+                order = []
+                scores = []
+                var at: [ByteKey: Int] = [:]
+                for (m, s) in pairs {
+                    if let j = at[ByteKey(m)] {
+                        scores[j] = s
+                    } else {
+                        at[ByteKey(m)] = order.count
+                        order.append(m)
+                        scores.append(s)
+                    }
+                }
+            }
+            let olds = change.existed ? try SortedSetEntries.scores(call, change, order) : Array(repeating: nil, count: order.count)
             var added = 0, updated = 0
             var result: Double? = nil
             var written: [[UInt8]] = []
-            for (member, old) in zip(order, olds) {
-                var score = latest[member]!
+            for (member, (old, given)) in zip(order, zip(olds, scores)) {
+                var score = given
                 if let old {
                     if o.onlyNew { continue }
                     if o.increment {
@@ -188,7 +201,7 @@ enum SortedSetCommands {
                 written.append(SortedSetEntries.indexKey(member, score == 0 ? 0 : score))
                 result = score
             }
-            PoppedFronts.shared.noteInserts(call, PoppedFronts.prefix(call, change.meta, call[1], .score), written)
+            PoppedFronts.shared.noteInserts(call, change, .score, written)
             try call.commit(change)
             return (added, updated, result)
         }
@@ -208,18 +221,17 @@ enum SortedSetCommands {
     /// ended (`PoppedFronts`), so popping a big set empty stays at a steady rate.
     static func pop(_ call: Call, _ key: [UInt8], min: Bool, count: Int) throws(CommandError) -> [SortedEntry]? {
         try call.locked(key) { () throws(CommandError) -> [SortedEntry]? in
-            guard let meta = try call.collection(key, .zset) else { return nil }
+            guard var change = try call.existing(key, .zset) else { return nil }
             guard count > 0 else { return [] }
-            let index = PoppedFronts.prefix(call, meta, key, .score)
+            let index = change.prefix + [MemberKeys.Tag.score.rawValue]
             let live = PoppedFronts.shared.range(call, index)
             var popped: [SortedEntry] = []
             var last: [UInt8]? = nil
-            try call.scanMembers(meta, of: key, .score, from: live.lower, to: live.upper, reverse: !min) { sub, _ in
+            try call.scanMembers(change, .score, from: live.lower, to: live.upper, reverse: !min) { sub, _ in
                 popped.append(SortedSetEntries.entry(index: sub))
                 last = sub
                 return popped.count < count
             }
-            var change = CollectionChange(key: key, meta: meta, family: call.family.name, existed: true)
             for e in popped { SortedSetEntries.remove(&change, e) }
             try call.commit(change)
             if let last {

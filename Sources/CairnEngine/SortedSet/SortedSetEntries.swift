@@ -17,6 +17,11 @@ enum SortedSetEntries {
         try call.members(meta, of: key, .member, members).map { $0.map { MemberKeys.score(value: $0) } }
     }
 
+    /// The scores of `members` of the sorted set `change` stages (nil for those not in it).
+    static func scores(_ call: Call, _ change: CollectionChange, _ members: [[UInt8]]) throws(CommandError) -> [Double?] {
+        try call.members(change, .member, members).map { $0.map { MemberKeys.score(value: $0) } }
+    }
+
     static func score(_ call: Call, _ meta: CollectionMetadata, _ key: [UInt8], _ member: [UInt8]) throws(CommandError) -> Double? {
         try call.member(meta, of: key, .member, member).map { MemberKeys.score(value: $0) }
     }

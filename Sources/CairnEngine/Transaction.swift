@@ -1,0 +1,278 @@
+import Foundation
+import Rocks
+
+/// The writes of one EXEC, script or batched run: a RocksDB write batch plus an overlay so later
+/// commands of the same transaction read what earlier ones wrote.
+///
+/// Collections' metadata is staged apart from the batch (`stage(_:)`): sixteen HSETs of one
+/// hash in a group change its metadata sixteen times, but only the last state is written, once.
+/// The batch's order still matters when another operation of the same transaction writes the
+/// same key or a range over it (SET of the key after an HSET, DEL, DELRANGE, FLUSHDB, MERGE), so
+/// the rule is: **every write to the batch other than a member entry first writes the staged
+/// metadata** (`writeStagedMetadata`). Staged metadata is therefore always newer than anything
+/// in the batch for its key, and writing it at any moment is correct. Member entries live in the
+/// members family, where no metadata and no user key is ever written, so their order against the
+/// staged metadata does not matter; against each other and against FLUSHDB's range deletion of
+/// the members family they stay in the order they were made.
+final class Transaction {
+    /// Written only through the methods below, which keep the rule above.
+    private var batch = WriteBatch()
+    /// Per family name, per key: the stored bytes (header included) or nil when deleted. A
+    /// collection's staged metadata is not here until written (`staged(_:in:)` reads both);
+    /// member entries are in `stagedMembers`.
+    private(set) var overlay: [String: [ByteKey: [UInt8]?]] = [:]
+    /// Member entries (members family) written: the value, or nil when deleted. Nothing else
+    /// writes that family inside a transaction but FLUSHDB's range deletion, whose collections
+    /// are then gone (new ones get new versions), so no cleared flag or range applies here.
+    private(set) var stagedMembers: [ByteKey: [UInt8]?] = [:]
+    /// Families FLUSHDB'd inside this transaction: keys not in the overlay read as missing.
+    private(set) var cleared: Set<String> = []
+    /// Ranges `[lower, end)` DELRANGE'd inside this transaction, per family: keys in them not
+    /// written again since read as missing.
+    private(set) var deletedRanges: [String: [(lower: [UInt8], end: [UInt8])]] = [:]
+    /// Lock stripes of the keys this transaction wrote: EXEC moves their versions once the
+    /// batch committed, so WATCHes fire only for a transaction that changed something.
+    var changedStripes: Set<Int> = []
+    /// Set by FLUSHDB and DELRANGE inside the transaction: any key may change.
+    private(set) var changedUnknownKeys = false
+    /// Per collection (its `MemberKeys.prefix`), the keys of `stagedMembers` under it in order:
+    /// built by the first ordered read of that collection (`stagedMembers(of:from:to:)`), kept
+    /// up to date after, so a run of pops or ranges merges only the entries in its range.
+    private var memberOrder: [ByteKey: [[UInt8]]] = [:]
+    /// Where the pops of this transaction left the live entries of a sorted set's or set's index
+    /// (`PoppedFronts`), by index prefix; shared once the batch committed.
+    var poppedBounds: [ByteKey: PoppedFronts.Bounds] = [:]
+    /// Cursors over collection indexes (`MemberKeys.prefix` and tag) this transaction scanned,
+    /// kept for its later scans of the same index (`Call.scanStored`).
+    private var cursors: [ByteKey: IndexCursor] = [:]
+    /// Collections' latest metadata not yet in `batch`, per family name, per key.
+    private var stagedMetadata: [FamilyKey: StagedCollection] = [:]
+
+    /// A key in a family, hashed in one pass (one hasher for the name and the bytes).
+    struct FamilyKey: Hashable {
+        let family: String
+        let key: [UInt8]
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(family)
+            key.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+    }
+
+    /// A collection's metadata as the transaction last changed it, with what reading it again
+    /// would otherwise recompute (the decoded metadata, its members' key prefix).
+    struct StagedCollection {
+        let handle: ColumnFamily
+        /// A size of 0 deletes the key.
+        var meta: CollectionMetadata
+        /// `MemberKeys.prefix` of this version.
+        var prefix: [UInt8]
+    }
+
+    /// `expectedCommands`: how many commands will run in it (a batched run knows), so the
+    /// member overlay is sized once instead of rehashing as it grows.
+    init(expectedCommands: Int = 0) {
+        if expectedCommands > 1 { stagedMembers.reserveCapacity(2 * expectedCommands) }
+    }
+
+    /// Whether nothing was written (a read-only EXEC, a script that wrote nothing).
+    var isEmpty: Bool { batch.count == 0 && stagedMetadata.isEmpty }
+
+    /// What this transaction staged for `key`: `.some(bytes)`, `.some(nil)` when it deleted
+    /// the key (directly, by FLUSHDB or by DELRANGE), or nil when the database decides.
+    func staged(_ key: [UInt8], in family: String) -> [UInt8]?? {
+        if !stagedMetadata.isEmpty, let c = stagedMetadata[FamilyKey(family: family, key: key)] { return .some(c.meta.size == 0 ? nil : c.meta.stored) }
+        if let value = overlay[family]?[ByteKey(key)] { return value }
+        if cleared.contains(family) { return .some(nil) }
+        for r in deletedRanges[family] ?? [] where !key.lexicographicallyPrecedes(r.lower) && key.lexicographicallyPrecedes(r.end) {
+            return .some(nil)
+        }
+        return nil
+    }
+
+    /// What this transaction staged for member entry `key`, like `staged(_:in:)`.
+    func stagedMember(_ key: [UInt8]) -> [UInt8]?? {
+        stagedMembers.isEmpty ? nil : stagedMembers[ByteKey(key)]
+    }
+
+    /// The metadata this transaction staged for collection `key` and not yet wrote, if any.
+    func stagedCollection(_ key: [UInt8], in family: String) -> StagedCollection? {
+        stagedMetadata.isEmpty ? nil : stagedMetadata[FamilyKey(family: family, key: key)]
+    }
+
+    /// The cursor kept over collection index `index`, made by `make` the first time.
+    func cursor(over index: [UInt8], make: () throws -> Cursor) rethrows -> IndexCursor {
+        if let kept = cursors[ByteKey(index)] { return kept }
+        let made = IndexCursor(try make())
+        cursors[ByteKey(index)] = made
+        return made
+    }
+
+    /// A cursor over one collection index, kept by a transaction across its scans, and the
+    /// last key it stepped over: no stored key lies between that key and where the cursor
+    /// stands (it moved from one to the other), so a scan starting between them need not seek.
+    final class IndexCursor {
+        let cursor: Cursor
+        private var reverse = false
+        /// Nil when the cursor was placed by a seek and has not moved since.
+        var passed: [UInt8]?
+
+        init(_ cursor: Cursor) { self.cursor = cursor }
+
+        /// Whether the cursor already stands where a seek would place it: forward, on the first
+        /// key at or after `lower`; backward, on the last key before `upper`.
+        func standsAtFirst(_ lower: [UInt8]?, before upper: [UInt8]?, reverse: Bool) -> Bool {
+            guard reverse == self.reverse, let passed else { return false }
+            if !reverse {
+                guard let lower, Bytes.compare(lower, passed) > 0 else { return false }
+                return !cursor.isValid || cursor.withKey { Self.compare(lower, $0) <= 0 }
+            }
+            guard let upper, Bytes.compare(upper, passed) <= 0 else { return false }
+            return !cursor.isValid || cursor.withKey { Self.compare(upper, $0) > 0 }
+        }
+
+        /// After a scan: the cursor moved (backward when `reverse`), last stepping over `passed`.
+        func moved(reverse: Bool, passed: [UInt8]?) {
+            guard let passed else { return }
+            self.reverse = reverse
+            self.passed = passed
+        }
+
+        private static func compare(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Int {
+            let common = min(a.count, b.count)
+            let c = a.withUnsafeBytes { x in common == 0 ? 0 : memcmp(x.baseAddress!, b.baseAddress!, common) }
+            return c != 0 ? Int(c) : a.count - b.count
+        }
+    }
+
+    // MARK: writes
+
+    /// Stages a collection's new metadata (deleting the key when its size is 0); written to the
+    /// batch once, at commit or before the next write that is not a member entry.
+    func stage(_ key: [UInt8], _ meta: CollectionMetadata, prefix: [UInt8], in family: Family) {
+        stagedMetadata[FamilyKey(family: family.name, key: key)] = StagedCollection(handle: family.handle, meta: meta, prefix: prefix)
+    }
+
+    /// Writes the staged metadata into the batch (and the overlay). Always correct: staged
+    /// metadata is newer than anything in the batch for its key.
+    private func writeStagedMetadata() {
+        guard !stagedMetadata.isEmpty else { return }
+        for (at, c) in stagedMetadata {
+            let stored: [UInt8]? = c.meta.size == 0 ? nil : c.meta.stored
+            if let stored { batch.put(at.key, stored, in: c.handle) } else { batch.delete(at.key, in: c.handle) }
+            overlay[at.family, default: [:]][ByteKey(at.key)] = .some(stored)
+        }
+        stagedMetadata.removeAll()
+    }
+
+    /// Puts a member entry of the collection whose entries start with `collection`
+    /// (`MemberKeys.prefix`): no metadata to write first (see the type's comment).
+    func putMember(_ key: [UInt8], _ value: [UInt8], collection: [UInt8], in members: ColumnFamily) {
+        batch.put(key, value, in: members)
+        if stagedMembers.updateValue([UInt8]?.some(value), forKey: ByteKey(key)) == nil { noteOrder(of: key, in: collection) }
+    }
+
+    func deleteMember(_ key: [UInt8], collection: [UInt8], in members: ColumnFamily) {
+        batch.delete(key, in: members)
+        if stagedMembers.updateValue([UInt8]?.none, forKey: ByteKey(key)) == nil { noteOrder(of: key, in: collection) }
+    }
+
+    /// A key new to `stagedMembers` joins its collection's order, when one was built.
+    private func noteOrder(of key: [UInt8], in collection: [UInt8]) {
+        guard !memberOrder.isEmpty, let i = memberOrder.index(forKey: ByteKey(collection)) else { return }
+        let at = Self.firstIndex(notBefore: key, in: memberOrder.values[i])
+        memberOrder.values[i].insert(key, at: at)  // in place: one lookup, no copy
+    }
+
+    /// The member-entry keys this transaction staged in `[lower, upper)` (nil: no upper bound)
+    /// of the collection whose entries start with `collection`, in order.
+    func stagedMembers(of collection: [UInt8], from lower: [UInt8], to upper: [UInt8]?) -> ArraySlice<[UInt8]> {
+        guard !stagedMembers.isEmpty else { return [] }
+        let order: [[UInt8]]
+        if let built = memberOrder[ByteKey(collection)] {
+            order = built
+        } else {
+            order = stagedMembers.keys.lazy.map(\.bytes).filter { $0.starts(with: collection) }.sorted { Bytes.compare($0, $1) < 0 }
+            memberOrder[ByteKey(collection)] = order
+        }
+        let from = Self.firstIndex(notBefore: lower, in: order)
+        let to = upper.map { Self.firstIndex(notBefore: $0, in: order) } ?? order.count
+        return from < to ? order[from..<to] : []
+    }
+
+    /// Binary search: the index of the first key of `order` not before `key`.
+    private static func firstIndex(notBefore key: [UInt8], in order: [[UInt8]]) -> Int {
+        var low = 0, high = order.count
+        while low < high {
+            let mid = (low + high) / 2
+            if Bytes.compare(order[mid], key) < 0 { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// Stores an encoded value (header included) under `key`.
+    func put(_ key: [UInt8], _ stored: [UInt8], in family: Family) {
+        writeStagedMetadata()
+        batch.put(key, stored, in: family.handle)
+        overlay[family.name, default: [:]][ByteKey(key)] = .some(stored)
+    }
+
+    func delete(_ key: [UInt8], in family: Family) {
+        writeStagedMetadata()
+        batch.delete(key, in: family.handle)
+        overlay[family.name, default: [:]][ByteKey(key)] = .some(nil)
+    }
+
+    /// Stages a merge of `operand` into `key`; `result` is the merged value later reads of the
+    /// transaction see.
+    func merge(_ key: [UInt8], _ operand: [UInt8], result: [UInt8], in family: Family) {
+        writeStagedMetadata()
+        batch.merge(key, operand, in: family.handle)
+        overlay[family.name, default: [:]][ByteKey(key)] = .some(result)
+    }
+
+    /// Stages a range deletion: later reads of the transaction see the range empty.
+    func deleteRange(from lower: [UInt8], to end: [UInt8], in family: Family) {
+        writeStagedMetadata()
+        batch.deleteRange(from: lower, to: end, in: family.handle)
+        changedUnknownKeys = true
+        deletedRanges[family.name, default: []].append((lower, end))
+        if var staged = overlay[family.name] {
+            for key in staged.keys where !key.bytes.lexicographicallyPrecedes(lower) && key.bytes.lexicographicallyPrecedes(end) {
+                staged[key] = .some(nil)
+            }
+            overlay[family.name] = staged
+        }
+    }
+
+    /// FLUSHDB of `family` inside the transaction: deletes every key before `storedEnd` (just
+    /// past the last stored key, nil when none) and every key written earlier in the
+    /// transaction, with the family's collections' members; later reads see it empty.
+    func clear(_ family: Family, storedEnd: [UInt8]?) {
+        // Past the stored keys and the ones written earlier in this transaction, which the
+        // database does not hold yet.
+        let staged = endPastStagedKeys(in: family.name)
+        if let end = [storedEnd, staged].compactMap({ $0 }).max(by: { $0.lexicographicallyPrecedes($1) }) {
+            batch.deleteRange(from: [], to: end, in: family.handle)
+            let members = MemberKeys.familyRange(family.name)
+            batch.deleteRange(from: members.lower, to: members.upper, in: family.members)
+            changedUnknownKeys = true
+        }
+        overlay[family.name] = [:]
+        cleared.insert(family.name)
+    }
+
+    /// Just past the largest key this transaction wrote in `family` (nil when none): an
+    /// unbounded DELRANGE inside EXEC must cover keys only the batch holds. Writes the staged
+    /// metadata first, so those keys count.
+    func endPastStagedKeys(in family: String) -> [UInt8]? {
+        writeStagedMetadata()
+        return overlay[family]?.compactMap { $0.value == nil ? nil : $0.key.bytes }.max { $0.lexicographicallyPrecedes($1) }.map { $0 + [0] }
+    }
+
+    /// Calls `body` with the finished batch (staged metadata written): what commits.
+    func withBatch<R, E: Error>(_ body: (borrowing WriteBatch) throws(E) -> R) throws(E) -> R {
+        writeStagedMetadata()
+        return try body(batch)
+    }
+}
