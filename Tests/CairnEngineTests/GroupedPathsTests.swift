@@ -77,22 +77,28 @@ import Testing
         return out
     }
 
+    /// Runs `requests` as one pipeline on `pipelined` (the grouped executors) and one at a time
+    /// on `alone`, and records every reply, and the data left, that differ.
+    static func expectSameAnswers(_ requests: [[[UInt8]]], pipelined: EngineHarness, alone: EngineHarness) throws {
+        var pipelinedOut = RESPWriter(version: .v2)
+        pipelined.engine.executePipeline(requests, session: pipelined.session, out: &pipelinedOut)
+        var aloneOut = RESPWriter(version: .v2)
+        for r in requests { alone.engine.execute(r, session: alone.session, out: &aloneOut) }
+        let a = try replies(pipelinedOut.bytes)
+        let b = try replies(aloneOut.bytes)
+        #expect(a.count == requests.count)
+        for i in 0..<min(a.count, b.count) where a[i] != b[i] {
+            Issue.record("request \(i) \(requests[i].map { String(decoding: $0, as: UTF8.self) }): pipelined \(a[i]), alone \(b[i])")
+        }
+        #expect(contents(pipelined) == contents(alone))
+    }
+
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
     func groupedAnswersAsAlone(seed: UInt64) throws {
         let requests = Self.requests(seed: seed, count: 400)
         let grouped = try EngineHarness()
         let alone = try EngineHarness()
-        var groupedOut = RESPWriter(version: .v2)
-        grouped.engine.executePipeline(requests, session: grouped.session, out: &groupedOut)
-        var aloneOut = RESPWriter(version: .v2)
-        for r in requests { alone.engine.execute(r, session: alone.session, out: &aloneOut) }
-        let a = try Self.replies(groupedOut.bytes)
-        let b = try Self.replies(aloneOut.bytes)
-        #expect(a.count == requests.count)
-        for i in 0..<min(a.count, b.count) where a[i] != b[i] {
-            Issue.record("request \(i) \(requests[i].map { String(decoding: $0, as: UTF8.self) }): grouped \(a[i]), alone \(b[i])")
-        }
-        #expect(Self.contents(grouped) == Self.contents(alone))
+        try Self.expectSameAnswers(requests, pipelined: grouped, alone: alone)
         #expect(grouped.engine.stats.commandsProcessed.value == alone.engine.stats.commandsProcessed.value)
     }
 
