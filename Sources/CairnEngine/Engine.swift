@@ -216,13 +216,23 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Syncs the WAL (the `everysec` timer calls this once a second, the group commit of
-    /// `always` whenever writes wait). False when the sync failed (logged), or was not tried
-    /// because RocksDB has a write error (`DiskGuard.isFaulted`): its WAL may be unusable.
+    /// `always` whenever writes wait): every write that returned before the call is durable
+    /// after it. False when the sync failed (logged), or was not tried because RocksDB has a
+    /// write error (`DiskGuard.isFaulted`): its WAL may be unusable.
+    ///
+    /// The WAL files are synced beside the write queue (`Database.syncWALFiles`), so writers
+    /// do not wait for the disk. If that fails, the sync write in the queue is tried, which
+    /// reports RocksDB's own error and lets `DiskGuard` see it.
     @discardableResult
     public func syncWAL() -> Bool {
         if diskGuard.isFaulted || diskGuard.isReadOnly { return false }
         do {
-            try syncWALOrdered()
+            do {
+                try database.syncWALFiles()
+            } catch {
+                logger.warning("syncing the WAL files failed (\(error)); syncing through RocksDB's write queue")
+                try syncWALOrdered()
+            }
             stats.walSyncs.increment()
             return true
         } catch {

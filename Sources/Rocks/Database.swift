@@ -39,6 +39,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
     private let cache: OpaquePointer?
     private let readDefault: OpaquePointer
     private let writeOptionsCache: [WriteOptions: OpaquePointer]
+    private let walFileSync: WALFileSync
 
     struct OwnedObjects {
         var options: [OpaquePointer] = []
@@ -63,6 +64,7 @@ public final class Database: KeyValueReader, @unchecked Sendable {
     private init(path: String, options: DatabaseOptions, familyOptions: @escaping @Sendable (String) -> ColumnFamilyOptions) throws {
         self.path = path
         self.options = options
+        self.walFileSync = WALFileSync(directory: path)
         self.familyOptions = familyOptions
         let cache = options.blockCacheBytes > 0 ? rocksdb_cache_create_lru(options.blockCacheBytes) : nil
         self.cache = cache
@@ -456,6 +458,14 @@ public final class Database: KeyValueReader, @unchecked Sendable {
     public func flushWAL(sync: Bool) throws {
         try ensureOpen()
         try rocksCall { err in rocksdb_flush_wal(raw, sync ? 1 : 0, err) }
+    }
+
+    /// Makes every write that returned before this call durable, without waiting in the write
+    /// queue (`WALFileSync`): writers go on while the disk syncs.
+    @discardableResult
+    public func syncWALFiles() throws -> WALFileSync.Report {
+        try ensureOpen()
+        return try walFileSync.sync()
     }
 
     /// Compacts `[from, to]` (nil = unbounded) of the family, synchronously.
