@@ -61,6 +61,28 @@ import Testing
         try Self.expectExecMatchesAlone([["HSET", "k", "f", "1"], ["FLUSHALL"], ["EXISTS", "k"]])
     }
 
+    /// LPUSHes and RPOPs make member entries in descending key order, which the transaction
+    /// holds back and writes reversed: around a FLUSHDB (which they must precede), mixed with
+    /// ascending writes and other collections, and read back inside the same transaction.
+    @Test func descendingMemberWritesHeldBack() throws {
+        try Self.expectExecMatchesAlone([["LPUSH", "l", "a", "b", "c"], ["LPUSH", "l", "d"], ["LRANGE", "l", "0", "-1"], ["RPUSH", "l", "e"], ["LPUSH", "l", "f"]])
+        try Self.expectExecMatchesAlone([["LPUSH", "l", "a", "b"], ["FLUSHDB"], ["LPUSH", "l", "c", "d"], ["LINDEX", "l", "0"], ["LPUSH", "m", "x"]])
+        try Self.expectExecMatchesAlone([["RPUSH", "l", "a", "b", "c", "d"], ["RPOP", "l"], ["RPOP", "l", "2"], ["LPUSH", "l", "e"], ["HSET", "h", "f", "1"], ["LPUSH", "l", "g"]])
+        try Self.expectExecMatchesAlone([["LPUSH", "l", "a"], ["LPOP", "l"], ["LPUSH", "l", "b"], ["LPUSH", "l", "c"], ["LREM", "l", "0", "b"], ["LLEN", "l"]])
+        let h = try EngineHarness()
+        h.run("MULTI")
+        for i in 0..<300 { h.run("LPUSH", "l", "\(i)") }
+        h.run("FLUSHDB")
+        for i in 0..<300 { h.run("LPUSH", "l", "\(i)") }
+        h.run("RPOP", "l")
+        h.run("EXEC")
+        #expect(h.run("LLEN", "l") == .integer(299))
+        #expect(h.run("LRANGE", "l", "0", "1") == .array([.bulk("299"), .bulk("298")]))
+        #expect(h.run("LINDEX", "l", "-1") == .bulk("1"))
+        // The entries pushed before the FLUSHDB went before its range deletion: none is left.
+        #expect(try CollectionStorageTests.memberEntries(h) == 299)
+    }
+
     @Test func renameAndCopyOfAStagedCollection() throws {
         try Self.expectExecMatchesAlone([["HSET", "k", "f", "1"], ["RENAME", "k", "k3"], ["HSET", "k", "g", "2"], ["HSET", "k3", "h", "3"]])
         try Self.expectExecMatchesAlone([["ZADD", "z", "1", "a"], ["COPY", "z", "y"], ["ZADD", "z", "2", "b"], ["ZREM", "y", "a"], ["ZADD", "y", "3", "c"]])
@@ -119,8 +141,9 @@ import Testing
                 case 5: ["SREM", key(), member()]
                 case 6, 7: ["ZADD", key(), "\(Int.random(in: 0..<9, using: &rng))", member()]
                 case 8: ["ZPOPMIN", key()]
-                case 9, 10: ["RPUSH", key(), member()]
-                case 11: ["LPOP", key()]
+                case 9: ["RPUSH", key(), member()]
+                case 10: ["LPUSH", key(), member(), member()]
+                case 11: [Bool.random(using: &rng) ? "LPOP" : "RPOP", key()]
                 case 12: ["SET", key(), "v"]
                 case 13: ["DEL", key()]
                 case 14: ["DELRANGE", "[\(key())", "[\(key())"]
