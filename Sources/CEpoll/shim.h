@@ -2,7 +2,9 @@
 // `struct epoll_event` is packed on x86-64, so Swift sees only these small wrappers, which
 // pass descriptors and event bits as plain arrays.
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #define CAIRN_EPOLL_BATCH 256
 
@@ -31,4 +33,17 @@ static inline int cairn_epoll_wait(int epfd, int *fds, uint32_t *events, int tim
         events[i] = ready[i].events;
     }
     return n;
+}
+
+// An eventfd that wakes a Poller waiting in epoll_wait (`Poller.post`).
+static inline int cairn_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+static inline void cairn_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    (void)!write(fd, &one, sizeof one);
+}
+
+static inline void cairn_eventfd_clear(int fd) {
+    uint64_t count;
+    (void)!read(fd, &count, sizeof count);
 }

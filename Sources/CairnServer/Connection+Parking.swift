@@ -9,13 +9,13 @@ extension Connection {
     func park(_ request: BlockRequest) {
         dispatchPrecondition(condition: .onQueue(worker.queue))
         parked = request
-        let queue = worker.queue
+        let worker = worker
         worker.engine.park(
             session, request,
-            wake: { [weak self] in queue.async { [weak self] in self?.retryParked(request) } },
-            unblock: { [weak self] withError in queue.async { [weak self] in self?.finishParked(request, .unblocked(withError: withError)) } })
+            wake: { [weak self] in worker.post { [weak self] in self?.retryParked(request) } },
+            unblock: { [weak self] withError in worker.post { [weak self] in self?.finishParked(request, .unblocked(withError: withError)) } })
         if request.timeoutMilliseconds > 0 {
-            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let timer = DispatchSource.makeTimerSource(queue: worker.queue)
             timer.schedule(deadline: .now() + .milliseconds(Int(request.timeoutMilliseconds)), leeway: .milliseconds(1))
             timer.setEventHandler { [weak self] in self?.finishParked(request, .timedOut) }
             timer.activate()

@@ -40,10 +40,10 @@ final class Connection: @unchecked Sendable {
     }
 
     func start() {
-        let queue = worker.queue
+        let worker = worker
         session.subscriber = Subscriber(id: session.id, version: session.protocolVersion) { [weak self] bytes in
             guard let connection = self else { return }
-            queue.async { connection.push(bytes) }
+            worker.post { connection.push(bytes) }
         }
         if !worker.poller.add(fd) {
             worker.logger.error("cannot watch client \(session.id)'s socket: \(String(cString: strerror(errno)))")
@@ -135,9 +135,9 @@ final class Connection: @unchecked Sendable {
             case .stage(let writes):
                 worker.stage(writes, from: self)
             case .requestSync:
-                let queue = worker.queue
+                let worker = worker
                 worker.groupCommit.request { [self] ok in
-                    queue.async { self.syncDone(ok) }
+                    worker.post { self.syncDone(ok) }
                 }
             case .send:
                 send()
@@ -217,12 +217,12 @@ final class Connection: @unchecked Sendable {
 
     private func startDeferred(_ work: @escaping Outcome.DeferredReply) {
         let version = session.protocolVersion
-        let queue = worker.queue
+        let worker = worker
         DispatchQueue.global(qos: .utility).async { [self] in
             var reply = RESPWriter(version: version, capacity: 256)
             work(&reply)
             let bytes = reply.bytes
-            queue.async { self.finishDeferred(bytes, Outcome()) }
+            worker.post { self.finishDeferred(bytes, Outcome()) }
         }
     }
 
@@ -233,7 +233,7 @@ final class Connection: @unchecked Sendable {
     /// with the workers during a restore and drained before the database closes.
     private func startLong(_ argv: [[UInt8]]) {
         let version = session.protocolVersion
-        let queue = worker.queue
+        let worker = worker
         let engine = worker.engine
         worker.longQueue.async { [self] in
             var reply = RESPWriter(version: version, capacity: 256)
@@ -244,7 +244,7 @@ final class Connection: @unchecked Sendable {
             }
             let bytes = reply.bytes
             let ran = outcome
-            queue.async { self.finishDeferred(bytes, ran) }
+            worker.post { self.finishDeferred(bytes, ran) }
         }
     }
 
@@ -332,14 +332,14 @@ final class Connection: @unchecked Sendable {
         guard monitor == nil else { return }
         let configured = worker.limits.outputBufferLimit
         let limit = configured > 0 ? configured : Connection.monitorBufferLimit
-        let queue = worker.queue
+        let worker = worker
         let sink = MonitorSink(
             limit: limit,
             wake: { [weak self] in
-                queue.async { [weak self] in self?.drainMonitor() }
+                worker.post { [weak self] in self?.drainMonitor() }
             },
             overflow: { [weak self] in
-                queue.async { [weak self] in
+                worker.post { [weak self] in
                     guard let self, !self.closed else { return }
                     self.overLimit(limit)
                 }

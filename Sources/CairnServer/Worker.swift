@@ -84,9 +84,10 @@ final class Worker: @unchecked Sendable {
     func stage(_ requests: [[[UInt8]]], from connection: Connection) {
         staged.append((connection, requests))
         if !collecting {
-            // Staged outside a poller round (a write drained, a sync or deferred reply came back).
+            // Staged outside a poller round (a write drained, a sync or deferred reply came back);
+            // posted, so a poller drain waiting for sockets gives the queue to it at once.
             collecting = true
-            queue.async { [self] in finishRound() }
+            post { [self] in finishRound() }
         }
     }
 
@@ -97,7 +98,7 @@ final class Worker: @unchecked Sendable {
         stagedBatches.append((connection, requests))
         if !collecting {
             collecting = true
-            queue.async { [self] in finishRound() }
+            post { [self] in finishRound() }
         }
     }
 
@@ -136,15 +137,21 @@ final class Worker: @unchecked Sendable {
 
     deinit { readBuffer.deallocate() }
 
+    /// Runs `block` on this worker's queue, from any thread: what other threads hand a worker
+    /// (replies computed elsewhere, wake-ups, new connections) goes through here, so a poller
+    /// waiting for sockets gives the queue to it at once (`Poller.post`).
+    func post(_ block: @escaping @Sendable () -> Void) {
+        poller.post(block)
+    }
+
     /// Takes a freshly accepted socket (called on any thread).
     func adopt(fd: Int32, record: ClientRecord) {
-        queue.async { [self] in
+        post { [self] in
             let session = engine.makeSession(record: record, canDefer: true)
             let connection = Connection(fd: fd, worker: self, session: session, limits: limits.resp)
             connections[fd] = connection
-            let queue = queue
-            record.setKillHandler { [weak connection] in
-                queue.async { [weak connection] in connection?.close() }
+            record.setKillHandler { [weak self, weak connection] in
+                self?.post { [weak connection] in connection?.close() }
             }
             connection.start()
         }
@@ -175,7 +182,7 @@ final class Worker: @unchecked Sendable {
     }
 
     func apply(_ configuration: Configuration) {
-        queue.async { [self] in limits = Limits(configuration) }
+        post { [self] in limits = Limits(configuration) }
     }
 
     /// The sessions of open connections; only while the queue is paused (online restore).
