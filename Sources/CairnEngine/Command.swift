@@ -3,31 +3,95 @@ import RESP
 /// One entry of the command table: what `COMMAND` reports and what the dispatcher checks
 /// before calling the handler. The table is data; handlers live in `Commands/`, one file per family.
 public struct Command: Sendable {
+    /// The fields live in one shared box: a request's lookup copies its command out of the
+    /// table, and one retain costs less than one per string, closure and dictionary (callgrind
+    /// counted 400-900 instructions a request in the copies). Copy-on-write: the setters below
+    /// run only while the table is built.
+    private final class Storage: @unchecked Sendable {  // written only through `unique()`
+        var name: String
+        var arity: Int
+        var flags: Flags
+        var firstKey: Int, lastKey: Int, keyStep: Int
+        var group: String, summary: String, since: String, arguments: String
+        var handler: Handler
+        var subcommands: [String: Command]
+        var index = 0
+        var aclCategories: ACLCategories = []
+        var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? = nil
+        var movableKeys: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
+        var delta: (@Sendable (Call) throws(CommandError) -> Int64)? = nil
+
+        init(
+            name: String, arity: Int, flags: Flags, keys: (Int, Int, Int), group: String, summary: String,
+            since: String, arguments: String, handler: @escaping Handler, subcommands: [String: Command]
+        ) {
+            self.name = name
+            self.arity = arity
+            self.flags = flags
+            (firstKey, lastKey, keyStep) = keys
+            self.group = group
+            self.summary = summary
+            self.since = since
+            self.arguments = arguments
+            self.handler = handler
+            self.subcommands = subcommands
+        }
+
+        func copy() -> Storage {
+            let c = Storage(
+                name: name, arity: arity, flags: flags, keys: (firstKey, lastKey, keyStep), group: group, summary: summary,
+                since: since, arguments: arguments, handler: handler, subcommands: subcommands)
+            c.index = index
+            c.aclCategories = aclCategories
+            c.grouping = grouping
+            c.movableKeys = movableKeys
+            c.delta = delta
+            return c
+        }
+    }
+
+    private var storage: Storage
+
+    /// The box, copied first when another command shares it.
+    private mutating func unique() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        return storage
+    }
+
     /// Lower-case name, e.g. `get`, or `client|setname` for a subcommand.
-    public let name: String
+    public var name: String { storage.name }
     /// Redis arity: N means exactly N arguments including the name; -N means at least N.
-    public let arity: Int
-    public let flags: Flags
+    public var arity: Int { storage.arity }
+    public var flags: Flags { storage.flags }
     /// Key positions as Redis's legacy (first, last, step); 0 for commands without keys.
-    public let firstKey: Int
-    public let lastKey: Int
-    public let keyStep: Int
+    public var firstKey: Int { storage.firstKey }
+    public var lastKey: Int { storage.lastKey }
+    public var keyStep: Int { storage.keyStep }
     /// The Redis command group (`string`, `generic`, `connection`, `server`, `cairn`...).
-    public let group: String
-    public let summary: String
-    public let since: String
+    public var group: String { storage.group }
+    public var summary: String { storage.summary }
+    public var since: String { storage.since }
     /// Syntax shown by `COMMAND DOCS` and cairn-cli's help, e.g. `key value [NX|XX]`.
-    public let arguments: String
-    let handler: Handler
+    public var arguments: String { storage.arguments }
+    var handler: Handler { storage.handler }
     /// Subcommands (CLIENT, CONFIG, COMMAND...), dispatched on the second argument.
-    public internal(set) var subcommands: [String: Command]
+    public internal(set) var subcommands: [String: Command] {
+        get { storage.subcommands }
+        set { unique().subcommands = newValue }
+    }
     /// Position in the table's metrics (`CommandMetricsTable`), set by `CommandTable`.
-    internal(set) var index = 0
+    internal(set) var index: Int {
+        get { storage.index }
+        set { unique().index = newValue }
+    }
     /// Its ACL categories (`ACLCategories.of`), set by `CommandTable`.
-    public internal(set) var aclCategories: ACLCategories = []
+    public internal(set) var aclCategories: ACLCategories {
+        get { storage.aclCategories }
+        set { unique().aclCategories = newValue }
+    }
     /// When a request of this command may run together with its neighbours (`grouped(_:)`),
     /// given its arguments and session; nil: always alone, through `Engine.execute`.
-    private(set) var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? = nil
+    var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? { storage.grouping }
 
     /// How the server may run a request together with its neighbours, once it passed the
     /// admission step (`Engine.screen`): the same rules, another executor.
@@ -56,30 +120,30 @@ public struct Command: Sendable {
 
     /// For a command whose keys are not at fixed positions (EVAL's `numkeys`): finds them, for
     /// `keys(in:)` (EXEC's locks, ACL key patterns, size limits).
-    private(set) var movableKeys: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
+    var movableKeys: (@Sendable ([[UInt8]]) -> [[UInt8]])? { storage.movableKeys }
 
     /// This command with keys found by `finder` (see `movableKeys`).
     func movingKeys(_ finder: @escaping @Sendable ([[UInt8]]) -> [[UInt8]]) -> Command {
         var copy = self
-        copy.movableKeys = finder
+        copy.unique().movableKeys = finder
         return copy
     }
 
     /// For a counter command (INCR, DECR, INCRBY, DECRBY): its delta, from the request. The
     /// handler and the grouped write batch both take it from here (`counting(by:)`).
-    private(set) var delta: (@Sendable (Call) throws(CommandError) -> Int64)? = nil
+    var delta: (@Sendable (Call) throws(CommandError) -> Int64)? { storage.delta }
 
     /// This command as a counter with `delta` (see `delta`).
     func counting(by delta: @escaping @Sendable (Call) throws(CommandError) -> Int64) -> Command {
         var copy = self
-        copy.delta = delta
+        copy.unique().delta = delta
         return copy
     }
 
     /// This command with a grouping rule (see `grouping`).
     func grouped(_ rule: @escaping @Sendable ([[UInt8]], Session) -> Grouping?) -> Command {
         var copy = self
-        copy.grouping = rule
+        copy.unique().grouping = rule
         return copy
     }
 
@@ -130,16 +194,10 @@ public struct Command: Sendable {
         subcommands: [Command] = [],
         handler: @escaping Handler
     ) {
-        self.name = name
-        self.arity = arity
-        self.flags = flags
-        (self.firstKey, self.lastKey, self.keyStep) = keys
-        self.group = group
-        self.since = since
-        self.summary = summary
-        self.arguments = arguments
-        self.handler = handler
-        self.subcommands = Dictionary(uniqueKeysWithValues: subcommands.map { ($0.name.split(separator: "|").last.map(String.init) ?? $0.name, $0) })
+        storage = Storage(
+            name: name, arity: arity, flags: flags, keys: keys, group: group, summary: summary, since: since,
+            arguments: arguments, handler: handler,
+            subcommands: Dictionary(uniqueKeysWithValues: subcommands.map { ($0.name.split(separator: "|").last.map(String.init) ?? $0.name, $0) }))
     }
 
     /// True when `count` arguments (including the name) satisfy the arity.
