@@ -31,7 +31,8 @@ extension Engine {
     private enum PlainWrite {
         /// SET or MSET: the argument indexes of the pairs are 1, 3, ...
         case set
-        case increment(key: [UInt8], by: Result<Int64, CommandError>)
+        /// `counter`: its number in the batch's `Counters` (0 until numbered).
+        case increment(key: [UInt8], by: Result<Int64, CommandError>, counter: Int)
 
         /// A counter's delta comes from the command's own rule (`Command.counting`), the one
         /// its handler uses: INCRBY's parsing and DECRBY's overflow check exist once.
@@ -44,7 +45,7 @@ extension Engine {
                 return
             }
             let call = Call(engine: engine, session: session, argv: argv, name: command.name)
-            self = .increment(key: argv[1], by: Result { () throws(CommandError) -> Int64 in try delta(call) })
+            self = .increment(key: argv[1], by: Result { () throws(CommandError) -> Int64 in try delta(call) }, counter: 0)
         }
     }
 
@@ -177,16 +178,21 @@ extension Engine {
     /// One write batch of `groups`, or why it failed.
     private func write(_ groups: [PlainWrites]) -> Result<[[PlainReply]], CommandError> {
         var lockKeys: [(key: [UInt8], family: Family)] = []
-        var counters: [ObjectIdentifier: (family: Family, keys: Set<ByteKey>)] = [:]
+        // Each request parsed once, in order; each counter numbered once, so the reads, the
+        // version checks and the increments index arrays instead of hashing its key again.
+        var writes: [PlainWrite] = []
+        var counters = Counters()
         for g in groups {
             let family = g.session.family
             for r in g.requests {
-                switch PlainWrite(r, engine: self, session: g.session) {
+                let w = PlainWrite(r, engine: self, session: g.session)
+                switch w {
                 case .set:
                     for i in stride(from: 1, to: r.count - 1, by: 2) { lockKeys.append((r[i], family)) }
-                case .increment(let key, _):
+                    writes.append(w)
+                case .increment(let key, let delta, _):
                     lockKeys.append((key, family))
-                    counters[ObjectIdentifier(family), default: (family, [])].keys.insert(ByteKey(key))
+                    writes.append(.increment(key: key, by: delta, counter: counters.number(key, in: family, locks: locks)))
                 }
             }
         }
@@ -195,39 +201,37 @@ extension Engine {
             // The counters are read before the locks are taken, so two workers incrementing
             // keys of shared stripes overlap their reads and wait for each other's writes only;
             // a counter whose stripe moved meanwhile is read again under the lock.
-            let early = try readCountersEarly(counters)
+            try readCountersEarly(&counters)
             let replies = try locks.withLocks(lockKeys) { () throws(CommandError) -> [[PlainReply]] in
-                var current = try recheck(early, counters)
+                try recheck(&counters)
                 var puts = SortedPuts()
                 var replies: [[PlainReply]] = []
                 replies.reserveCapacity(groups.count)
+                var next = 0
                 for g in groups {
                     let family = g.session.family
                     replies.append(g.requests.map { r in
-                        switch PlainWrite(r, engine: self, session: g.session) {
+                        defer { next += 1 }
+                        switch writes[next] {
                         case .set:
                             for i in stride(from: 1, to: r.count - 1, by: 2) {
                                 puts.put(r[i], ValueFormat.encode(r[i + 1]), in: family)
                                 // Only counters of this batch are tracked; a SET of one resets it.
-                                if !current.isEmpty {
-                                    let slot = FamilyKey(family: ObjectIdentifier(family), key: r[i])
-                                    if current[slot] != nil { current[slot] = Current(payload: r[i + 1]) }
-                                }
+                                if let n = counters.existingNumber(r[i], in: family) { counters.current[n] = Current(payload: r[i + 1]) }
                             }
                             return .ok
-                        case .increment(let key, let delta):
-                            let slot = FamilyKey(family: ObjectIdentifier(family), key: key)
-                            let old = current[slot] ?? Current()
+                        case .increment(let key, let delta, let n):
+                            let old = counters.current[n]
                             // As in Redis: the argument's error first, then the key's type.
                             if case .failure(let e) = delta { return .error(e) }
                             if old.isCollection { return .error(.wrongType) }
                             switch delta.flatMap({ Counter.increment(old.payload, expiresAt: old.expiresAt, by: $0) }) {
                             case .failure(let e): return .error(e)
-                            case .success(let next):
-                                puts.put(key, ValueFormat.encode(next.payload, expiresAt: next.expiresAt), in: family)
-                                if let at = next.expiresAt { expirySweep.noteExpiringWrite(expiresAt: at) }
-                                current[slot] = Current(payload: next.payload, expiresAt: next.expiresAt)
-                                return .integer(next.value)
+                            case .success(let value):
+                                puts.put(key, ValueFormat.encode(value.payload, expiresAt: value.expiresAt), in: family)
+                                if let at = value.expiresAt { expirySweep.noteExpiringWrite(expiresAt: at) }
+                                counters.current[n] = Current(payload: value.payload, expiresAt: value.expiresAt)
+                                return .integer(value.value)
                             }
                         }
                     })
@@ -243,49 +247,66 @@ extension Engine {
         }
     }
 
-    /// Counters read without their locks, with the versions of their stripes from before.
-    private struct EarlyCounters {
-        var current: [FamilyKey: Current] = [:]
-        var versions: [FamilyKey: UInt64] = [:]
+    /// The distinct counters a batch increments, numbered in first-seen order: their keys,
+    /// families and stripes, the stripes' versions when read early, and their values.
+    private struct Counters {
+        private var numbers: [FamilyKey: Int] = [:]
+        private(set) var keys: [[UInt8]] = []
+        private(set) var families: [Family] = []
+        private(set) var stripes: [Int] = []
+        var versions: [UInt64] = []
+        var current: [Current] = []
+
+        var isEmpty: Bool { keys.isEmpty }
+
+        /// The counter's number, given one if it is new.
+        mutating func number(_ key: [UInt8], in family: Family, locks: KeyLocks) -> Int {
+            let slot = FamilyKey(family: ObjectIdentifier(family), key: key)
+            if let n = numbers[slot] { return n }
+            let n = keys.count
+            numbers[slot] = n
+            keys.append(key)
+            families.append(family)
+            stripes.append(locks.stripe(for: key, in: family))
+            return n
+        }
+
+        /// The number of a counter of this batch, if `key` is one.
+        func existingNumber(_ key: [UInt8], in family: Family) -> Int? {
+            numbers.isEmpty ? nil : numbers[FamilyKey(family: ObjectIdentifier(family), key: key)]
+        }
     }
 
-    private func readCountersEarly(_ counters: [ObjectIdentifier: (family: Family, keys: Set<ByteKey>)]) throws(CommandError) -> EarlyCounters {
-        guard !counters.isEmpty else { return EarlyCounters() }
-        var early = EarlyCounters()
+    /// Reads every counter without its lock, after noting its stripe's version.
+    private func readCountersEarly(_ counters: inout Counters) throws(CommandError) {
+        guard !counters.isEmpty else { return }
         // Versions first: a write that lands after them moves them (it moves its stripe after
         // it landed), so an unchanged version under the lock means the value read is current.
-        for (id, c) in counters {
-            for key in c.keys { early.versions[FamilyKey(family: id, key: key.bytes)] = locks.unlockedVersion(ofStripe: locks.stripe(for: key.bytes, in: c.family)) }
-        }
-        early.current = try readCounters(counters)
-        return early
+        counters.versions = counters.stripes.map { locks.unlockedVersion(ofStripe: $0) }
+        counters.current = Array(repeating: Current(), count: counters.keys.count)
+        try readCounters(Array(counters.keys.indices), into: &counters)
     }
 
-    /// Under the locks: the early values whose stripes did not move, the others read again.
-    private func recheck(_ early: EarlyCounters, _ counters: [ObjectIdentifier: (family: Family, keys: Set<ByteKey>)]) throws(CommandError) -> [FamilyKey: Current] {
-        var current = early.current
-        var stale: [ObjectIdentifier: (family: Family, keys: Set<ByteKey>)] = [:]
-        for (id, c) in counters {
-            for key in c.keys {
-                let slot = FamilyKey(family: id, key: key.bytes)
-                if locks.heldVersion(locks.stripe(for: key.bytes, in: c.family)) != early.versions[slot] {
-                    stale[id, default: (c.family, [])].keys.insert(key)
-                }
-            }
-        }
-        if !stale.isEmpty { current.merge(try readCounters(stale)) { _, again in again } }
-        return current
+    /// Under the locks: the counters whose stripes moved since they were read are read again.
+    private func recheck(_ counters: inout Counters) throws(CommandError) {
+        guard !counters.isEmpty else { return }
+        let stale = counters.stripes.indices.filter { locks.heldVersion(counters.stripes[$0]) != counters.versions[$0] }
+        if !stale.isEmpty { try readCounters(stale, into: &counters) }
     }
 
-    /// The live values of the counters the batch increments, one MultiGet per family. Expired
-    /// values read as missing (and lose their expiry), as INCR alone treats them.
-    private func readCounters(_ counters: [ObjectIdentifier: (family: Family, keys: Set<ByteKey>)]) throws(CommandError) -> [FamilyKey: Current] {
-        var current: [FamilyKey: Current] = [:]
+    /// The live values of counters `numbers`, one MultiGet per family. Expired values read as
+    /// missing (and lose their expiry), as INCR alone treats them.
+    private func readCounters(_ numbers: [Int], into counters: inout Counters) throws(CommandError) {
         let now = Clock.milliseconds()
-        for (id, c) in counters {
-            let keys = c.keys.map(\.bytes)
+        var left = numbers[...]
+        while let first = left.first {
+            // One family at a time (a batch almost always has one).
+            let family = counters.families[first]
+            let these = left.filter { counters.families[$0] === family }
+            left = left.filter { counters.families[$0] !== family }[...]
+            let keys = these.map { counters.keys[$0] }
             let values = try storage("counter read") {
-                try database.withValues(forKeys: keys, in: c.family.handle) { values in
+                try database.withValues(forKeys: keys, in: family.handle) { values in
                     values.map { raw -> Current in
                         guard let raw, let h = ValueFormat.header(of: raw), !h.isExpired(now: now) else { return Current() }
                         if h.type != ValueFormat.stringType { return Current(isCollection: true) }
@@ -293,9 +314,8 @@ extension Engine {
                     }
                 }
             }
-            for (key, value) in zip(keys, values) { current[FamilyKey(family: id, key: key)] = value }
+            for (n, value) in zip(these, values) { counters.current[n] = value }
         }
-        return current
     }
 
 }
