@@ -59,6 +59,24 @@ def test_range_and_index(r):
     assert error_of(r, "LINDEX", "l", "x") == "value is not an integer or out of range"
 
 
+def test_lrange_through_a_snapshot_and_of_many_elements(r):
+    r.rpush("l", *[f"e{i}" for i in range(300)])
+    snap = r.execute_command("SNAPSHOT.CREATE")
+    r.lpush("l", "new")
+    r.rpop("l", 2)
+    r.execute_command("SNAPSHOT.USE", snap)
+    try:
+        assert r.lrange("l", 0, -1) == [f"e{i}".encode() for i in range(300)]
+        assert r.lrange("l", -3, -1) == [b"e297", b"e298", b"e299"]
+    finally:
+        r.execute_command("SNAPSHOT.USE", "NONE")
+        r.execute_command("SNAPSHOT.RELEASE", snap)
+    assert r.lrange("l", 0, 2) == [b"new", b"e0", b"e1"]
+    assert r.lrange("l", 290, 1000) == [f"e{i}".encode() for i in range(289, 298)]
+    r.rpush("bin", b"\x00\r\n", b"")
+    assert r.lrange("bin", 0, -1) == [b"\x00\r\n", b""]
+
+
 def test_lset(r):
     r.rpush("l", "a", "b", "c")
     assert r.lset("l", 1, "B") is True and r.lset("l", -1, "C") is True

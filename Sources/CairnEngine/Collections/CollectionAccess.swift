@@ -180,11 +180,76 @@ extension Call {
         let prefix = collection + [tag.rawValue]
         let lowerKey = prefix + (lower ?? [])
         let upperKey = upper.map { prefix + $0 } ?? Call.prefixEnd(prefix)
-        let tx = session.transaction
-        let staged = tx?.stagedMembers(of: collection, from: lowerKey, to: upperKey) ?? []
+        guard let tx = session.transaction else {
+            // Nothing staged to lay over: each entry's sub-key and value straight from the cursor.
+            try visitStored(lowerKey, upperKey, reverse: reverse) { k, v throws(CommandError) in
+                try body(Array(k[prefix.count...]), Array(v))
+            }
+            return
+        }
+        let staged = tx.stagedMembers(of: collection, from: lowerKey, to: upperKey)
         try scanStored(lowerKey, upperKey, reverse: reverse, index: prefix, laying: staged, from: tx) { k, v throws(CommandError) in
             try body(Array(k[prefix.count...]), v)
         }
+    }
+
+    /// `scanMembers` for a reader that uses each entry only while visiting it (LRANGE): outside
+    /// a transaction the sub-key and value are the cursor's own buffers, valid during the call
+    /// only, so a 100-element LRANGE allocates nothing per element. Inside one, what the
+    /// transaction staged is laid over, through `scanMembers`.
+    func visitMembers(
+        _ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag,
+        from lower: [UInt8]? = nil, to upper: [UInt8]? = nil, reverse: Bool = false,
+        _ body: (_ sub: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(CommandError) -> Bool
+    ) throws(CommandError) {
+        guard session.transaction == nil else {
+            try scanMembers(meta, of: key, tag, from: lower, to: upper, reverse: reverse) { sub, value throws(CommandError) in
+                var result: Result<Bool, CommandError> = .success(false)
+                sub.withUnsafeBytes { s in value.withUnsafeBytes { v in result = Result { () throws(CommandError) in try body(s, v) } } }
+                return try result.get()
+            }
+            return
+        }
+        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue]
+        let lowerKey = prefix + (lower ?? [])
+        let upperKey = upper.map { prefix + $0 } ?? Call.prefixEnd(prefix)
+        try visitStored(lowerKey, upperKey, reverse: reverse) { k, v throws(CommandError) in
+            try body(UnsafeRawBufferPointer(rebasing: k[prefix.count...]), v)
+        }
+    }
+
+    /// Visits the stored member entries in `[lowerKey, upperKey)` in order (backward when
+    /// `reverse`), through the session's snapshot if any, while `body` returns true; the
+    /// buffers are the cursor's, valid during the call only. No transaction is involved.
+    private func visitStored(
+        _ lowerKey: [UInt8], _ upperKey: [UInt8]?, reverse: Bool,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(CommandError) -> Bool
+    ) throws(CommandError) {
+        var failure: CommandError? = nil
+        var options = readOptions
+        options.lowerBound = lowerKey
+        options.upperBound = upperKey
+        try engine.storage("scan") {
+            try database.withCursor(in: members, options: options) { cursor in
+                if reverse { cursor.seekToLast() } else { cursor.seek(lowerKey) }
+                while cursor.isValid {
+                    let goOn = cursor.withKey { k in
+                        cursor.withValue { v in
+                            do throws(CommandError) {
+                                return try body(k, v)
+                            } catch {
+                                failure = error
+                                return false
+                            }
+                        }
+                    }
+                    guard goOn else { return }
+                    if reverse { cursor.prev() } else { cursor.next() }
+                }
+                try cursor.check()
+            }
+        }
+        if let failure { throw failure }
     }
 
     /// Visits the stored entries in `[lowerKey, upperKey)` in order, with the entries `staged`

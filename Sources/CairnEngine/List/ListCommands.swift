@@ -52,9 +52,25 @@ enum ListCommands {
                 out.arrayHeader(0)
                 return
             }
-            let elements = try call.elements(of: call[1], meta, from: from, to: to)
-            out.arrayHeader(elements.count)
-            for e in elements { out.bulk(e) }
+            // Written from the cursor's buffers as they are visited, under the header the
+            // metadata's size promises (corrected should the entries disagree).
+            let expected = Int(to - from + 1)
+            let mark = out.bytes.count
+            out.arrayHeader(expected)
+            let first = out.bytes.count
+            var count = 0
+            try call.visitMembers(meta, of: call[1], .member, from: MemberKeys.position(meta.head + from),
+                                  to: MemberKeys.position(meta.head + to + 1)) { _, value in
+                out.bulk(value)
+                count += 1
+                return true
+            }
+            if count != expected {
+                let elements = Array(out.bytes[first...])
+                out.bytes.removeSubrange(mark...)
+                out.arrayHeader(count)
+                out.bytes.append(contentsOf: elements)
+            }
         },
         Command("lindex", arity: 3, flags: [.readonly], keys: (1, 1, 1), group: "list", since: "1.0.0",
                 summary: "Returns an element from a list by its index.", arguments: "key index") { call, out throws(CommandError) in
