@@ -138,11 +138,14 @@ extension Engine {
         }
 
         func batch() -> WriteBatch {
-            let order = entries.indices.sorted { a, b in
-                let x = entries[a], y = entries[b]
-                if x.family !== y.family { return ObjectIdentifier(x.family) < ObjectIdentifier(y.family) }
-                let c = Bytes.compare(x.key, y.key)
-                return c != 0 ? c < 0 : a < b
+            // Compared in place: copying two entries out per comparison retained six references.
+            let order = entries.withUnsafeBufferPointer { e in
+                e.indices.sorted { a, b in
+                    let fa = ObjectIdentifier(e[a].family), fb = ObjectIdentifier(e[b].family)
+                    if fa != fb { return fa < fb }
+                    let c = Bytes.compare(e[a].key, e[b].key)
+                    return c != 0 ? c < 0 : a < b
+                }
             }
             var batch = WriteBatch()
             for i in order { batch.put(entries[i].key, entries[i].value, in: entries[i].family.handle) }
