@@ -59,11 +59,16 @@ enum ListCommands {
             out.arrayHeader(expected)
             let first = out.bytes.count
             var count = 0
-            try call.visitMembers(meta, of: call[1], .member, from: MemberKeys.position(meta.head + from),
-                                  to: MemberKeys.position(meta.head + to + 1)) { _, value in
-                out.bulk(value)
-                count += 1
-                return true
+            do throws(CommandError) {
+                try call.visitMembers(meta, of: call[1], .member, from: MemberKeys.position(meta.head + from),
+                                      to: MemberKeys.position(meta.head + to + 1)) { _, value in
+                    out.bulk(value)
+                    count += 1
+                    return true
+                }
+            } catch {
+                out.bytes.removeSubrange(mark...)  // a scan that failed part way: the error alone
+                throw error
             }
             if count != expected {
                 let elements = Array(out.bytes[first...])
