@@ -14,6 +14,15 @@ import Synchronization
 /// sharing a stripe (1 in 4096) can still abort each other: a rare false conflict, never a
 /// missed one.
 ///
+/// Blind writes (a poller round of plain SETs and MSETs: no value read, no reply that depends
+/// on one) hold their stripes *shared* (`withSharedLocks`): two such rounds of unrelated keys
+/// no longer take turns because 400 random keys of each share a stripe, and RocksDB groups
+/// their writes. Two blind writes of one key may then land in either order, which is an order
+/// their clients could have seen (neither was answered). Everything else holds its stripes
+/// exclusively, so a read-modify-write, a WATCH's version read or EXEC never runs beside a
+/// blind write of its stripe. Each stripe is a writer-preferring read-write lock, so a stream
+/// of blind rounds does not starve an INCR.
+///
 /// A write of many keys (a 500,000-key MSET or DEL covers every stripe) would hold every
 /// stripe for the whole commit and stall every other writer. Instead it *claims* its keys
 /// (`claimThreshold` or more): it waits for the writers in flight, registers the keys, and
@@ -21,13 +30,13 @@ import Synchronization
 /// checks the claims after taking its stripes), and the claim moves its stripes' versions at
 /// the end, holding them all for an instant.
 ///
-/// `@unchecked Sendable`: the mutexes and counters are allocated once, never moved, and each
-/// counter is only read or written while its mutex is held; claims are guarded by
-/// `claimMutex`.
+/// `@unchecked Sendable`: the locks and counters are allocated once, never moved, and each
+/// counter is only written while its lock is held (shared holders move them atomically);
+/// claims are guarded by `claimMutex`.
 final class KeyLocks: @unchecked Sendable {
-    private let mutexes: UnsafeMutablePointer<pthread_mutex_t>
-    /// Written only under the stripe's mutex; atomic so that `unlockedVersion` may read one
-    /// without it.
+    private let stripeLocks: UnsafeMutablePointer<pthread_rwlock_t>
+    /// Written only under the stripe's lock; atomic so that shared holders may move one
+    /// together and `unlockedVersion` may read one without it.
     private let versions: UnsafeMutablePointer<Atomic<UInt64>>
     private let count: Int
     /// For the value cache, which needs finer invalidation than 1 stripe in 4096: a version per
@@ -35,13 +44,17 @@ final class KeyLocks: @unchecked Sendable {
     /// (`changed(_:in:)`), and a version per stripe moved only by writes that name just stripes
     /// (`changed(stripe:)`: EXEC, scripts, replicated batches, big writes, changes to every
     /// stripe). A plain SET then invalidates the few cached keys of its slot, not the 250 of
-    /// its stripe. Written under the stripe's mutex, like `versions`.
+    /// its stripe. Written under the stripe's lock, like `versions`.
     private let keyVersions: UnsafeMutablePointer<Atomic<UInt32>>
     private let stripeOnlyVersions: UnsafeMutablePointer<Atomic<UInt32>>
     static let keySlots = 1 << 18
 
     /// Writes of at least this many keys claim them instead of holding their stripes.
     static let claimThreshold = 1024
+    /// Blind writes of at least this many keys claim them: held shared, fewer stripes block
+    /// fewer readers-modifiers, so a poller round of ten-key MSETs (about 4,000 keys) holds
+    /// its stripes, while a 500,000-key MSET still claims.
+    static let sharedClaimThreshold = 16384
 
     /// The keys of one big write, by family name, while it commits.
     private final class Claim {
@@ -74,22 +87,27 @@ final class KeyLocks: @unchecked Sendable {
     init(count: Int = 4096) {
         precondition(count > 0 && count & (count - 1) == 0, "stripe count must be a power of two")
         self.count = count
-        mutexes = .allocate(capacity: count)
+        stripeLocks = .allocate(capacity: count)
         versions = .allocate(capacity: count)
         for i in 0..<count { (versions + i).initialize(to: Atomic(0)) }
         keyVersions = .allocate(capacity: KeyLocks.keySlots)
         for i in 0..<KeyLocks.keySlots { (keyVersions + i).initialize(to: Atomic(0)) }
         stripeOnlyVersions = .allocate(capacity: count)
         for i in 0..<count { (stripeOnlyVersions + i).initialize(to: Atomic(0)) }
-        for i in 0..<count { pthread_mutex_init(mutexes + i, nil) }
+        var attributes = pthread_rwlockattr_t()
+        pthread_rwlockattr_init(&attributes)
+        // Writer-preferring: an exclusive locker waiting on a stripe stops new shared holders.
+        pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        for i in 0..<count { pthread_rwlock_init(stripeLocks + i, &attributes) }
+        pthread_rwlockattr_destroy(&attributes)
         pthread_mutex_init(&claimMutex, nil)
         pthread_cond_init(&claimEnded, nil)
         pthread_key_create(&currentClaim, nil)
     }
 
     deinit {
-        for i in 0..<count { pthread_mutex_destroy(mutexes + i) }
-        mutexes.deallocate()
+        for i in 0..<count { pthread_rwlock_destroy(stripeLocks + i) }
+        stripeLocks.deallocate()
         versions.deinitialize(count: count)
         versions.deallocate()
         keyVersions.deinitialize(count: KeyLocks.keySlots)
@@ -119,7 +137,7 @@ final class KeyLocks: @unchecked Sendable {
     }
 
     /// The value cache's version of a key (its hash's slot version and its stripe's
-    /// stripe-only version), read without the stripe's mutex: before a read from RocksDB whose
+    /// stripe-only version), read without the stripe's lock: before a read from RocksDB whose
     /// result the cache will hold.
     func cacheVersion(ofHash h: UInt64) -> UInt64 {
         let stripeOnly = stripeOnlyVersions[stripe(ofHash: h)].load(ordering: .acquiring)
@@ -127,24 +145,34 @@ final class KeyLocks: @unchecked Sendable {
     }
 
     /// Runs `body` with the key's `cacheVersion` if no one holds its stripe now (a try-lock: a
-    /// writer holding it may have landed a write it has not counted yet); nil when it is held.
+    /// writer holding it, shared or not, may have landed a write it has not counted yet); nil
+    /// when it is held.
     /// The value cache's check: nothing changes the key while `body` runs.
     func withKeyIfFree<R>(hash h: UInt64, _ body: (UInt64) -> R) -> R? {
         let index = stripe(ofHash: h)
-        guard pthread_mutex_trylock(mutexes + index) == 0 else { return nil }
-        defer { pthread_mutex_unlock(mutexes + index) }
+        guard pthread_rwlock_trywrlock(stripeLocks + index) == 0 else { return nil }
+        defer { pthread_rwlock_unlock(stripeLocks + index) }
         return body(cacheVersion(ofHash: h))
     }
 
     func version(ofStripe index: Int) -> UInt64 {
-        pthread_mutex_lock(mutexes + index)
-        defer { pthread_mutex_unlock(mutexes + index) }
+        // Exclusively: a shared holder may have landed a write it has not counted yet.
+        pthread_rwlock_wrlock(stripeLocks + index)
+        defer { pthread_rwlock_unlock(stripeLocks + index) }
         return versions[index].load(ordering: .relaxed)
     }
 
     /// Runs `body` holding the key's stripe.
     func withLock<R, E: Error>(_ key: [UInt8], in family: Family, _ body: () throws(E) -> R) throws(E) -> R {
         try withStripes([stripe(for: key, in: family)], keys: [(key, family)], body)
+    }
+
+    /// Runs `body` holding the stripes of blind writes of `keys` shared (see the type's
+    /// comment), or claiming them when they are very many. The caller reads no value of them
+    /// and calls `changed` for each key it wrote, before `body` returns.
+    func withSharedLocks<R, E: Error>(_ keys: [(key: [UInt8], family: Family)], _ body: () throws(E) -> R) throws(E) -> R {
+        if keys.count >= KeyLocks.sharedClaimThreshold { return try withClaim(keys, body) }
+        return try withStripes(Array(Set(keys.map { stripe(for: $0.key, in: $0.family) })).sorted(), keys: keys, shared: true, body)
     }
 
     /// Runs `body` holding the stripes of all `keys` (taken in index order, so no deadlock), or
@@ -171,10 +199,10 @@ final class KeyLocks: @unchecked Sendable {
         return try withStripes(stripes, keys: keys.map { ($0, family) }, body)
     }
 
-    /// The version of a stripe the caller holds (no locking: the caller already has the mutex).
+    /// The version of a stripe the caller holds exclusively (no locking: it already has it).
     func heldVersion(_ index: Int) -> UInt64 { versions[index].load(ordering: .relaxed) }
 
-    /// A stripe's version read without its mutex, for a reader that reads a value before taking
+    /// A stripe's version read without its lock, for a reader that reads a value before taking
     /// the lock and checks the version again under it: a write moves the version after it
     /// landed, so an unchanged version means the value read then is still the latest.
     func unlockedVersion(ofStripe index: Int) -> UInt64 { versions[index].load(ordering: .acquiring) }
@@ -292,21 +320,28 @@ final class KeyLocks: @unchecked Sendable {
         pthread_mutex_unlock(&claimMutex)
     }
 
-    /// Takes `indexes` (sorted, distinct) and runs `body`, unless a claim covers one of `keys`
-    /// (nil: any claim at all): then lets go, waits for that claim to end and tries again.
-    private func withStripes<R, E: Error>(_ indexes: [Int], keys: [(key: [UInt8], family: Family)]?, _ body: () throws(E) -> R) throws(E) -> R {
+    /// Takes `indexes` (sorted, distinct; shared or exclusively) and runs `body`, unless a
+    /// claim covers one of `keys` (nil: any claim at all): then lets go, waits for that claim
+    /// to end and tries again.
+    private func withStripes<R, E: Error>(
+        _ indexes: [Int], keys: [(key: [UInt8], family: Family)]?, shared: Bool = false, _ body: () throws(E) -> R
+    ) throws(E) -> R {
         while true {
-            for i in indexes { pthread_mutex_lock(mutexes + i) }
+            if shared {
+                for i in indexes { pthread_rwlock_rdlock(stripeLocks + i) }
+            } else {
+                for i in indexes { pthread_rwlock_wrlock(stripeLocks + i) }
+            }
             guard let claim = conflictingClaim(keys) else { break }
-            for i in indexes.reversed() { pthread_mutex_unlock(mutexes + i) }
+            for i in indexes.reversed() { pthread_rwlock_unlock(stripeLocks + i) }
             wait(for: claim)
         }
         defer {
-            for i in indexes.reversed() { pthread_mutex_unlock(mutexes + i) }
+            for i in indexes.reversed() { pthread_rwlock_unlock(stripeLocks + i) }
         }
         return try body()
     }
 
-    private func lockAll() { for i in 0..<count { pthread_mutex_lock(mutexes + i) } }
-    private func unlockAll() { for i in (0..<count).reversed() { pthread_mutex_unlock(mutexes + i) } }
+    private func lockAll() { for i in 0..<count { pthread_rwlock_wrlock(stripeLocks + i) } }
+    private func unlockAll() { for i in (0..<count).reversed() { pthread_rwlock_unlock(stripeLocks + i) } }
 }
