@@ -20,33 +20,38 @@ public struct RESPWriter: Sendable {
         bytes.append(10)
     }
 
+    /// Appends raw bytes in one piece: one capacity check and a copy. (Appending an
+    /// `UnsafeRawBufferPointer` or a slice of one as a sequence copied a byte at a time.)
     @inline(__always)
-    private mutating func decimal(_ n: Int) {
-        if n >= 0 && n < 10 {
-            bytes.append(UInt8(48 + n))
-            return
-        }
-        var v = n.magnitude
-        if n < 0 { bytes.append(UInt8(ascii: "-")) }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { d in
-            repeat {
-                d[19 - count] = UInt8(48 + v % 10)
-                v /= 10
-                count += 1
-            } while v > 0
-            bytes.append(contentsOf: d[(20 - count)...])
-        }
+    private mutating func append(_ raw: UnsafeRawBufferPointer) {
+        guard let base = raw.baseAddress, raw.count > 0 else { return }
+        bytes.append(contentsOf: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: raw.count))
     }
 
+    /// `type`, `n` in decimal and CRLF, composed on the stack and appended at once: every
+    /// integer reply, bulk string and aggregate starts with one.
     @inline(__always)
     private mutating func header(_ type: UInt8, _ n: Int) {
-        bytes.append(type)
-        decimal(n)
-        crlf()
+        // At most 1 + 1 + 20 + 2 bytes (the type, a sign, Int.min's digits, CRLF).
+        var line: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &line) { b in
+            var start = b.count - 2
+            b[start] = 13
+            b[start + 1] = 10
+            var v = n.magnitude
+            repeat {
+                start -= 1
+                b[start] = UInt8(truncatingIfNeeded: 48 + v % 10)
+                v /= 10
+            } while v > 0
+            if n < 0 {
+                start -= 1
+                b[start] = UInt8(ascii: "-")
+            }
+            start -= 1
+            b[start] = type
+            append(UnsafeRawBufferPointer(rebasing: b[start...]))
+        }
     }
 
     /// `+s` (CR and LF replaced by spaces, as simple strings cannot hold them).
@@ -71,7 +76,7 @@ public struct RESPWriter: Sendable {
 
     public mutating func bulk(_ payload: UnsafeRawBufferPointer) {
         header(UInt8(ascii: "$"), payload.count)
-        bytes.append(contentsOf: payload)
+        append(payload)
         crlf()
     }
 

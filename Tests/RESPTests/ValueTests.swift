@@ -51,6 +51,26 @@ import Testing
         #expect(throws: RESPProtocolError.self) { try p.next() }
     }
 
+    /// Headers are composed on the stack and appended whole: the exact bytes for lengths of
+    /// one, two and many digits, negative numbers, empty payloads and each payload form.
+    @Test func headersAndBulkStringsAreExactBytes() {
+        var w = RESPWriter()
+        w.integer(-1)
+        w.integer(9)
+        w.integer(10)
+        w.arrayHeader(0)
+        w.arrayHeader(123)
+        let long = [UInt8](repeating: UInt8(ascii: "x"), count: 1234)
+        [UInt8]().withUnsafeBytes { w.bulk($0) }
+        Array("abcdefghij".utf8).withUnsafeBytes { w.bulk($0) }
+        long.withUnsafeBytes { w.bulk($0) }
+        w.bulk(Array("ab".utf8))
+        w.bulk(Array("xabcx".utf8)[1..<4])
+        let expected = ":-1\r\n:9\r\n:10\r\n*0\r\n*123\r\n$0\r\n\r\n$10\r\nabcdefghij\r\n$1234\r\n"
+            + String(repeating: "x", count: 1234) + "\r\n$2\r\nab\r\n$3\r\nabc\r\n"
+        #expect(String(decoding: w.bytes, as: UTF8.self) == expected)
+    }
+
     @Test func everyTypeParsesAnyWayItArrives() throws {
         let input = bytes("+OK\r\n-ERR x\r\n:5\r\n$3\r\nabc\r\n$-1\r\n*-1\r\n*2\r\n:1\r\n*1\r\n+a\r\n_\r\n,1.5\r\n,inf\r\n#f\r\n(123\r\n=7\r\ntxt:abc\r\n%1\r\n+k\r\n:1\r\n~1\r\n:2\r\n>1\r\n+p\r\n|1\r\n+ttl\r\n:3\r\n:9\r\n!5\r\nERR y\r\n")
         let expected: [RESPValue] = [
