@@ -15,7 +15,7 @@ import Synchronization
 /// missed one.
 ///
 /// Blind writes (a poller round of plain SETs and MSETs: no value read, no reply that depends
-/// on one) hold their stripes *shared* (`withSharedLocks`): two such rounds of unrelated keys
+/// on one) hold their stripes *shared* (`withLocks(_:shared:_:)`): two such rounds of unrelated keys
 /// no longer take turns because 400 random keys of each share a stripe, and RocksDB groups
 /// their writes. Two blind writes of one key may then land in either order, which is an order
 /// their clients could have seen (neither was answered). Everything else holds its stripes
@@ -51,9 +51,9 @@ final class KeyLocks: @unchecked Sendable {
 
     /// Writes of at least this many keys claim them instead of holding their stripes.
     static let claimThreshold = 1024
-    /// Blind writes of at least this many keys claim them: held shared, fewer stripes block
-    /// fewer readers-modifiers, so a poller round of ten-key MSETs (about 4,000 keys) holds
-    /// its stripes, while a 500,000-key MSET still claims.
+    /// Blind writes claim only from this many keys: stripes held shared stop the writers that
+    /// read first but not other blind writes, so a poller round of ten-key MSETs (about 4,000
+    /// keys) holds its stripes, while a 500,000-key MSET still claims.
     static let sharedClaimThreshold = 16384
 
     /// The keys of one big write, by family name, while it commits.
@@ -167,14 +167,6 @@ final class KeyLocks: @unchecked Sendable {
         try withStripes([stripe(for: key, in: family)], keys: [(key, family)], body)
     }
 
-    /// Runs `body` holding the stripes of blind writes of `keys` shared (see the type's
-    /// comment), or claiming them when they are very many. The caller reads no value of them
-    /// and calls `changed` for each key it wrote, before `body` returns.
-    func withSharedLocks<R, E: Error>(_ keys: [(key: [UInt8], family: Family)], _ body: () throws(E) -> R) throws(E) -> R {
-        if keys.count >= KeyLocks.sharedClaimThreshold { return try withClaim(keys, body) }
-        return try withStripes(Array(Set(keys.map { stripe(for: $0.key, in: $0.family) })).sorted(), keys: keys, shared: true, body)
-    }
-
     /// Runs `body` holding the stripes of all `keys` (taken in index order, so no deadlock), or
     /// claiming them when they are many.
     func withLocks<R, E: Error>(_ keys: [[UInt8]], in family: Family, _ body: () throws(E) -> R) throws(E) -> R {
@@ -183,10 +175,14 @@ final class KeyLocks: @unchecked Sendable {
     }
 
     /// Runs `body` holding the stripes of keys that may live in different families, or
-    /// claiming them when they are many.
-    func withLocks<R, E: Error>(_ keys: [(key: [UInt8], family: Family)], _ body: () throws(E) -> R) throws(E) -> R {
-        if keys.count >= KeyLocks.claimThreshold { return try withClaim(keys, body) }
-        return try withStripes(Array(Set(keys.map { stripe(for: $0.key, in: $0.family) })).sorted(), keys: keys, body)
+    /// claiming them when they are many. `shared`: a blind write (see the type's comment),
+    /// which reads no value of `keys` and calls `changed` for each key it wrote before `body`
+    /// returns.
+    func withLocks<R, E: Error>(
+        _ keys: [(key: [UInt8], family: Family)], shared: Bool = false, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        if keys.count >= (shared ? KeyLocks.sharedClaimThreshold : KeyLocks.claimThreshold) { return try withClaim(keys, body) }
+        return try withStripes(Array(Set(keys.map { stripe(for: $0.key, in: $0.family) })).sorted(), keys: keys, shared: shared, body)
     }
 
     /// Runs `body` holding the stripes of `keys` plus `stripes` (or every stripe when `all`),

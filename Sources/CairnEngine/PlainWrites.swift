@@ -205,7 +205,9 @@ extension Engine {
             // keys of shared stripes overlap their reads and wait for each other's writes only;
             // a counter whose stripe moved meanwhile is read again under the lock.
             try readCountersEarly(&counters)
-            let write = { [self] () throws(CommandError) -> [[PlainReply]] in
+            // SETs and MSETs alone read nothing: their stripes are held shared, so the rounds of
+            // two workers write together (see `KeyLocks`); increments hold theirs exclusively.
+            let replies = try locks.withLocks(lockKeys, shared: counters.isEmpty) { () throws(CommandError) -> [[PlainReply]] in
                 try recheck(&counters)
                 var puts = SortedPuts()
                 var replies: [[PlainReply]] = []
@@ -244,9 +246,6 @@ extension Engine {
                 puts.markChanged(in: locks)
                 return replies
             }
-            // SETs and MSETs alone read nothing: their stripes are held shared, so the rounds of
-            // two workers write together (see `KeyLocks`); increments hold theirs exclusively.
-            let replies = counters.isEmpty ? try locks.withSharedLocks(lockKeys, write) : try locks.withLocks(lockKeys, write)
             return .success(replies)
         } catch {
             return .failure(error)

@@ -20,8 +20,8 @@ public struct RESPWriter: Sendable {
         bytes.append(10)
     }
 
-    /// Appends raw bytes in one piece: one capacity check and a copy. (Appending an
-    /// `UnsafeRawBufferPointer` or a slice of one as a sequence copied a byte at a time.)
+    /// Appends raw bytes in one piece: one capacity check and a copy (a slice of a raw buffer
+    /// appended as a sequence is copied a byte at a time).
     @inline(__always)
     private mutating func append(_ raw: UnsafeRawBufferPointer) {
         guard let base = raw.baseAddress, raw.count > 0 else { return }

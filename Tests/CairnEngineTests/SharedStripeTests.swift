@@ -19,7 +19,7 @@ import Testing
 
         let firstInside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
         Thread {
-            locks.withSharedLocks([(first, family)]) {
+            locks.withLocks([(first, family)], shared: true) {
                 locks.changed(first, in: family)
                 firstInside.signal()
                 release.wait()
@@ -29,7 +29,7 @@ import Testing
 
         let secondInside = DispatchSemaphore(value: 0)
         Thread {
-            locks.withSharedLocks([(others[0], family)]) {
+            locks.withLocks([(others[0], family)], shared: true) {
                 locks.changed(others[0], in: family)
                 secondInside.signal()
                 release.wait()
