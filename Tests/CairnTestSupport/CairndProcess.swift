@@ -84,6 +84,29 @@ public final class CairndProcess {
         return (process.terminationStatus, Date().timeIntervalSince(start))
     }
 
+    /// Sends SIGSTOP and returns once every thread of the server is stopped: `kill` returns
+    /// before the signal reaches each thread, and a worker still running answers requests.
+    public func stop(deadline: Double = 10) {
+        let pid = process.processIdentifier
+        kill(pid, SIGSTOP)
+        let start = Date()
+        while !Self.allThreadsStopped(pid) && Date().timeIntervalSince(start) < deadline { usleep(1_000) }
+    }
+
+    /// Sends SIGCONT to a server stopped with ``stop(deadline:)``.
+    public func resume() { kill(process.processIdentifier, SIGCONT) }
+
+    /// Whether /proc shows every thread of `pid` in state T (stopped).
+    static func allThreadsStopped(_ pid: Int32) -> Bool {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return !tasks.isEmpty && tasks.allSatisfy { task in
+            // The state follows the command name, which is in parentheses and may hold spaces.
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8)) ?? ""
+            guard let close = stat.lastIndex(of: ")") else { return false }
+            return stat[close...].dropFirst().trimmingPrefix(" ").first == "T"
+        }
+    }
+
     deinit {
         if process.isRunning { terminate() }
     }
