@@ -14,9 +14,10 @@ RUN swift build -c release --product cairnd && swift build -c release --product 
     && cp "$(swift build -c release --show-bin-path)/cairnd" "$(swift build -c release --show-bin-path)/cairn-cli" /usr/local/bin/ \
     && mkdir -p /out/swift && cp /usr/lib/swift/linux/*.so* /out/swift/ 2>/dev/null || true
 
-# Runtime stage: only the RocksDB runtime library and the Swift runtime.
+# Runtime stage: the Swift runtime and the libraries cairnd links shared. RocksDB is linked
+# into cairnd (Debian's librocksdb.a); the compression libraries it was built with are not.
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends librocksdb7.8 libedit2 liblua5.1-0 lua-cjson lua-bitop ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends libsnappy1v5 liblz4-1 libzstd1 libbz2-1.0 zlib1g libedit2 liblua5.1-0 lua-cjson lua-bitop ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --home /data --shell /usr/sbin/nologin cairn \
     && mkdir -p /data && chown cairn:cairn /data

@@ -5,7 +5,7 @@ cairnd under valgrind's callgrind with instrumentation off through start-up and 
 it on only around each redis-benchmark run (`callgrind_control -i on/off`, one dump per run),
 and splits each run's instructions (all threads, self cost) by layer:
 
-  RocksDB        librocksdb
+  RocksDB        librocksdb (the archive linked into cairnd, or the shared library)
   Cairn          Cairn's modules, statically linked into cairnd (RESP, Rocks, CairnEngine,
                  CairnServer, cairnd, the C shims), split by their mangled Swift symbol prefix
   Swift runtime  libswiftCore, Foundation, Dispatch and the rest of the toolchain's libraries,
@@ -365,15 +365,24 @@ def swift_module(symbol):
     return ""  # a thunk or other symbol with no leading module
 
 
+def is_rocksdb(function):
+    """Whether a demangled name is RocksDB's, now that its archive is linked into cairnd: its C
+    API (`rocksdb_...`) or anything in its namespace, templates included (`void rocksdb::...`,
+    `std::vector<rocksdb::...>::...`). Code of its with no symbol (an address) is not told apart."""
+    return function.startswith("rocksdb_") or "rocksdb::" in function
+
+
 def classify(function, obj, cairnd_path):
     """(layer, part): the layer and, within it, the module or library."""
     name = os.path.basename(obj)
     function = function.split("'")[0]  # callgrind's recursion suffix
     if name.startswith("librocksdb"):
         return "RocksDB", "librocksdb"
+    if is_rocksdb(function):
+        return "RocksDB", "librocksdb.a"
     if obj == cairnd_path:
         module = swift_module(function)
-        if module is None:  # C code linked into cairnd
+        if module is None:  # C and C++ code linked into cairnd
             if function.startswith("cairn_"):
                 return "Cairn", "C shims"
             if function.startswith("CCryptoBoringSSL"):
