@@ -46,14 +46,15 @@ let package = Package(
         // A pthread Mutex that ThreadSanitizer can see, for `-DCAIRN_TSAN` builds (scripts/sanitize
         // thread); empty otherwise. No dependencies.
         .target(name: "CairnSync", swiftSettings: serverSettings),
-        // Debian's librocksdb.a, not its shared library: inside the executable, RocksDB's
-        // thread-local variables (read on every memtable key comparison) and its calls between
-        // its own exported functions are direct, not through __tls_get_addr and the PLT: 3-8%
-        // fewer instructions per request (docs/performance.md, "RocksDB linked statically").
-        // The compression libraries it was built with stay shared.
+        // On Linux, Debian's librocksdb.a, not its shared library: inside the executable,
+        // RocksDB's thread-local variables (read on every memtable key comparison) and its calls
+        // between its own exported functions are direct, not through __tls_get_addr and the PLT:
+        // 5-8% fewer instructions per request (docs/performance.md, "RocksDB linked statically").
+        // The compression libraries it was built with stay shared. Elsewhere, the shared library.
         .target(
             name: "Rocks", dependencies: ["CRocksDB", "CairnSync"], swiftSettings: strictSettings,
-            linkerSettings: [":librocksdb.a", "snappy", "lz4", "zstd", "bz2", "z", "stdc++", "m"].map { .linkedLibrary($0) }
+            linkerSettings: [.linkedLibrary("rocksdb", .when(platforms: [.macOS]))]
+                + [":librocksdb.a", "snappy", "lz4", "zstd", "bz2", "z", "stdc++", "m"].map { .linkedLibrary($0, .when(platforms: [.linux])) }
         ),
         .target(name: "RESP", swiftSettings: strictSettings),
         // The client runs on SwiftNIO event loops; it depends on nothing else of the package but RESP.
