@@ -86,11 +86,18 @@ public final class CairndProcess {
 
     /// Sends SIGSTOP and returns once every thread of the server is stopped: `kill` returns
     /// before the signal reaches each thread, and a worker still running answers requests.
+    /// A server not stopped `deadline` seconds later fails the test saying so.
     public func stop(deadline: Double = 10) {
         let pid = process.processIdentifier
         kill(pid, SIGSTOP)
         let start = Date()
-        while !Self.allThreadsStopped(pid) && Date().timeIntervalSince(start) < deadline { usleep(1_000) }
+        while !Self.allThreadsStopped(pid) {
+            guard Date().timeIntervalSince(start) < deadline else {
+                Issue.record("cairnd (pid \(pid), port \(port)) had threads still running \(deadline) s after SIGSTOP")
+                return
+            }
+            usleep(1_000)
+        }
     }
 
     /// Sends SIGCONT to a server stopped with ``stop(deadline:)``.
