@@ -14,7 +14,12 @@ and splits each run's instructions (all threads, self cost) by layer:
 
 Before each measured run it waits for INFO's background key count to catch up (its walk of every
 key would otherwise land in the run), and it reports what background work (RocksDB flushes and
-compactions, the key count, the expiry sweep) still ran inside each run.
+compactions, the key count, the expiry sweep) still ran inside each run. It also reports the
+instructions RocksDB's memtable skip list spends comparing two of its own nodes' keys, which in
+Debian's librocksdb (built with assertions on) are checks, all but two per insert.
+
+With --redis, redis-server runs the same load and benchmarks under callgrind too, and its total
+instructions per request are printed beside cairnd's, and beside RocksDB's share of cairnd's.
 
 callgrind does not see the kernel, so a second run of the same binary without valgrind counts
 system calls per request with `perf stat -e raw_syscalls:sys_enter -p PID` (or `strace -c -f`
@@ -72,6 +77,9 @@ def parse_args():
     p.add_argument("--no-kernel", action="store_true", help="skip the system-call run")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
     p.add_argument("--keep", action="store_true", help="keep the work folder (callgrind dumps, logs)")
+    p.add_argument("--redis", action="store_true",
+                   help="also count redis-server's instructions per request in the same runs (appendonly yes,"
+                        " appendfsync everysec, no RDB: scripts/bench's settings), for the ratio of work")
     return p.parse_args()
 
 
@@ -86,6 +94,20 @@ def cairnd_argv(binary, workdir, name, args):
     for option in args.set:
         argv += ["--set", option]
     return argv
+
+
+def redis_argv(workdir, name):
+    """redis-server as scripts/bench runs it, on a free port written to its port file (redis-server
+    writes none itself) so `start` finds it like cairnd's."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with open(os.path.join(workdir, f"{name}.port"), "w") as f:
+        f.write(str(port))
+    data = os.path.join(workdir, f"{name}-data")
+    os.makedirs(data, exist_ok=True)
+    return ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
+            "--appendfsync", "everysec", "--dir", data, "--loglevel", "warning"]
 
 
 def start(argv, workdir, name, env=None, timeout=180):
@@ -231,11 +253,16 @@ def callgrind_control(pid, *options):
 def callgrind_runs(args, workdir):
     """Runs every (test, pipeline) under callgrind; returns {(test, pipeline): dump path}."""
     binary, shim = prepare_binary(args, workdir)
-    out = os.path.join(workdir, "callgrind.out")
-    argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-            *cairnd_argv(binary, workdir, "callgrind", args)]
-    env = dict(os.environ, LD_PRELOAD=shim)
-    process, port = start(argv, workdir, "callgrind", env=env)
+    return callgrind_server(args, workdir, "callgrind", cairnd_argv(binary, workdir, "callgrind", args),
+                            env=dict(os.environ, LD_PRELOAD=shim))
+
+
+def callgrind_server(args, workdir, name, server_argv, env=None):
+    """Runs every (test, pipeline) against one server under callgrind, instrumentation on only
+    around each measured run; returns {(test, pipeline): dump path}."""
+    out = os.path.join(workdir, f"{name}.out")
+    argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", *server_argv]
+    process, port = start(argv, workdir, name, env=env)
     dumps = {}
     try:
         load_keys(port, args)
@@ -250,12 +277,12 @@ def callgrind_runs(args, workdir):
             benchmark(port, test, pipeline, args)
             callgrind_control(process.pid, "-i", "off")
             callgrind_control(process.pid, "-d", f"{test}-P{pipeline}")
-            new = sorted((f for f in set(os.listdir(workdir)) - before if f.startswith("callgrind.out.")),
+            new = sorted((f for f in set(os.listdir(workdir)) - before if f.startswith(f"{name}.out.")),
                          key=lambda f: int(f.rsplit(".", 1)[-1]))
             if not new:
                 raise SystemExit(f"callgrind wrote no dump for {test} -P {pipeline}")
             dumps[(test, pipeline)] = os.path.join(workdir, new[-1])
-            print(f"callgrind {test.upper():5} -P {pipeline:<2} {time.time() - t0:5.1f} s", file=sys.stderr)
+            print(f"{name} {test.upper():5} -P {pipeline:<2} {time.time() - t0:5.1f} s", file=sys.stderr)
     finally:
         stop(process)
     return dumps
@@ -413,6 +440,13 @@ def background(rows, arcs):
     return total + sum(cost for (fn, _, _, _), cost in arcs.items() if BACKGROUND.search(fn or ""))
 
 
+# The memtable skip list comparing the keys of two of its nodes. Debian's librocksdb is built with
+# assertions on, and apart from the duplicate-key check of each insert (two comparisons) these are
+# all assertions: InlineSkipList re-checks the order of the nodes around every step of a search
+# and, after an insert, of the whole splice it keeps.
+SKIPLIST_NODE_COMPARE = "rocksdb::MemTable::KeyComparator::operator()(char const*, char const*) const"
+
+
 def summarize(costs, arcs, requests, cairnd_path):
     rows, program_total = costs
     layers = {layer: 0 for layer in LAYERS}
@@ -428,6 +462,8 @@ def summarize(costs, arcs, requests, cairnd_path):
             "layers": {k: v / requests for k, v in layers.items()},
             "libc_other_called_from": {k: v / requests for k, v in on_behalf(arcs, cairnd_path).items()},
             "background": background(rows, arcs) / requests,
+            "skiplist_node_comparisons": sum(cost for (fn, _, cfn, _), cost in arcs.items()
+                                             if cfn == SKIPLIST_NODE_COMPARE and fn != cfn) / requests,
             "parts": {f"{layer}: {part}": v / requests for (layer, part), v in
                       sorted(parts.items(), key=lambda kv: -kv[1])},
             "top": [{"instructions": c / requests, "function": f, "object": os.path.basename(o),
@@ -537,7 +573,7 @@ def demangle(names):
     return out if r.returncode == 0 and len(out) == len(names) else names
 
 
-def report(args, profiles, kernel, kernel_tool, command_line):
+def report(args, profiles, kernel, kernel_tool, command_line, redis):
     print(f"\n{command_line}")
     print(f"instructions per request (callgrind, all of cairnd's threads, {args.requests} requests per run,"
           f" -c {args.clients} -r {args.keyspace} -d {args.data_size})")
@@ -548,6 +584,22 @@ def report(args, profiles, kernel, kernel_tool, command_line):
         layers = " | ".join(f"{p['layers'][layer]:,.0f}" for layer in LAYERS)
         ktext = f"{k['syscalls']:.2f} | {k['kernel_cpu_share']:.0%}" if k else "- | -"
         print(f"| {test.upper()} | {pipeline} | {p['instructions']:,.0f} | {layers} | {ktext} |")
+    if redis:
+        print("\ninstructions per request against redis-server's in the same runs (all of each server's threads):")
+        print("\n| command | -P | cairnd | redis-server | cairnd / redis-server | cairnd's RocksDB (and the libc it calls)"
+              " / redis-server |")
+        print("|---|---|---|---|---|---|")
+        for (test, pipeline), p in profiles.items():
+            r = redis.get((test, pipeline))
+            if not r:
+                continue
+            rocksdb = p["layers"]["RocksDB"] + p["libc_other_called_from"].get("RocksDB", 0)
+            print(f"| {test.upper()} | {pipeline} | {p['instructions']:,.0f} | {r:,.0f} | {p['instructions'] / r:.1f}x"
+                  f" | {rocksdb:,.0f}: {rocksdb / r:.1f}x |")
+    print("\nRocksDB's memtable skip list comparing two of its nodes' keys, with what those comparisons call;"
+          " in Debian's\nlibrocksdb (assertions on) all but two per insert are assertions:")
+    print("  " + ", ".join(f"{t.upper()} -P {pl} {p['skiplist_node_comparisons']:,.0f}"
+                           f" ({p['skiplist_node_comparisons'] / p['instructions']:.0%})" for (t, pl), p in profiles.items()))
     if kernel:
         print(f"\nsystem calls per request ({kernel_tool}, cairnd without valgrind; kernel CPU = system time"
               f" / cairnd's CPU time, indicative):")
@@ -566,7 +618,7 @@ def report(args, profiles, kernel, kernel_tool, command_line):
     for (test, pipeline), p in profiles.items():
         cairn = [(k.split(": ", 1)[1], v) for k, v in p["parts"].items() if k.startswith("Cairn:") and v >= 1]
         print(f"  {test.upper():5} -P {pipeline:<2} " + ", ".join(f"{m} {v:,.0f}" for m, v in cairn))
-    for (test, pipeline), p in profiles.items():
+    for (test, pipeline), p in profiles.items() if args.top > 0 else []:
         top = p["top"][:args.top]
         names = demangle([t["function"] for t in top])
         print(f"\ntop {len(top)} by self cost, {test.upper()} -P {pipeline} (instructions per request):")
@@ -580,7 +632,8 @@ def main():
     args = parse_args()
     args.bin = os.path.abspath(args.bin)
     command_line = "scripts/profile " + " ".join(sys.argv[1:])
-    for tool in ("valgrind", "callgrind_annotate", "callgrind_control", "redis-benchmark", "objcopy", "cc"):
+    for tool in ("valgrind", "callgrind_annotate", "callgrind_control", "redis-benchmark", "objcopy", "cc")\
+            + (("redis-server",) if args.redis else ()):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} is missing (apt-get install valgrind redis-tools binutils gcc)")
     workdir = tempfile.mkdtemp(prefix="cairn-profile-")
@@ -589,19 +642,24 @@ def main():
         dumps = callgrind_runs(args, workdir)
         cairnd_path = os.path.join(workdir, "cairnd")
         profiles = {key: summarize(self_costs(path), call_arcs(path), args.requests, cairnd_path) for key, path in dumps.items()}
+        redis = {}
+        if args.redis:
+            for key, path in callgrind_server(args, workdir, "redis", redis_argv(workdir, "redis")).items():
+                redis[key] = sum(cost for cost, _, _ in self_costs(path)[0]) / args.requests
         kernel, kernel_tool = ({}, None) if args.no_kernel else kernel_runs(args, workdir)
     finally:
         if args.keep:
             print(f"kept {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    report(args, profiles, kernel, kernel_tool, command_line)
+    report(args, profiles, kernel, kernel_tool, command_line, redis)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": command_line, "requests": args.requests, "clients": args.clients,
                        "keyspace": args.keyspace, "data_size": args.data_size, "kernel_tool": kernel_tool,
                        "runs": [{"test": t.upper(), "pipeline": p, **profiles[(t, p)],
-                                 "kernel": kernel.get((t, p))} for (t, p) in profiles]}, f, indent=1)
+                                 "kernel": kernel.get((t, p)), "redis_instructions": redis.get((t, p))}
+                                for (t, p) in profiles]}, f, indent=1)
             f.write("\n")
 
 
