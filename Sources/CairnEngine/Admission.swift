@@ -112,7 +112,7 @@ extension Engine {
             if session.inTransaction { session.transactionFailed = true }
             // A known command (or subcommand) with the wrong number of arguments: Redis counts
             // it as rejected. An unknown command or subcommand has no statistics.
-            if let first = argv.first, let top = table.commands[Bytes.lowercased(first)] {
+            if let first = argv.first, let top = table.command(named: first) {
                 if top.subcommands.isEmpty || argv.count < 2 {
                     rejected(top)
                 } else if let sub = top.subcommands[Bytes.lowercased(argv[1])] {

@@ -45,11 +45,11 @@ extension Engine {
     public func pauseDelay(_ argv: [[UInt8]], session: Session) -> Int64? {
         guard let (left, all) = pause.current(), let first = argv.first else { return nil }
         if all { return left }
-        guard let command = table.commands[Bytes.lowercased(first)] else { return nil }
+        guard let command = table.command(named: first) else { return nil }
         if session.inTransaction && !command.flags.contains(.noMulti) { return nil }
         var writes = command.flags.contains(.write)
         if command.name == "exec", let queued = session.queued {
-            writes = queued.contains { table.commands[Bytes.lowercased($0[0])]?.flags.contains(.write) ?? false }
+            writes = queued.contains { table.command(named: $0[0])?.flags.contains(.write) ?? false }
         }
         return writes ? left : nil
     }

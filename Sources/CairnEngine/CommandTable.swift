@@ -5,6 +5,8 @@ public struct CommandTable: Sendable {
     public let sorted: [Command]
     /// Every command and subcommand name, by `Command.index`.
     let indexedNames: [String]
+    /// The commands whose names pack into a `CommandName`, by it.
+    private let byPackedName: [CommandName: Command]
 
     init(_ families: [[Command]]) {
         var commands: [String: Command] = [:]
@@ -24,7 +26,19 @@ public struct CommandTable: Sendable {
         }
         self.indexedNames = names
         self.commands = commands
+        var packed: [CommandName: Command] = [:]
+        for (name, c) in commands {
+            if let key = CommandName(lowercasing: Array(name.utf8)) { packed[key] = c }
+        }
+        self.byPackedName = packed
         self.sorted = commands.values.sorted { $0.name < $1.name }
+    }
+
+    /// The top-level command a request names (its first argument, in any case), or nil.
+    @inline(__always)
+    func command(named bytes: [UInt8]) -> Command? {
+        if let key = CommandName(lowercasing: bytes) { return byPackedName[key] }
+        return commands[Bytes.lowercased(bytes)]
     }
 
     /// A command or subcommand by name: `get`, `client|setname`, or `client setname`.

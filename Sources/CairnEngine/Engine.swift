@@ -486,7 +486,7 @@ public final class Engine: @unchecked Sendable {
 
     /// Reports a grouped read to `completed` under its command (GET).
     private func completedGets(_ requests: ArraySlice<[[UInt8]]>, session: Session, since started: Int, failed: Int) {
-        guard let first = requests.first, let command = table.commands[Bytes.lowercased(first[0])] else { return }
+        guard let first = requests.first, let command = table.command(named: first[0]) else { return }
         completed(command, requests, session: session, nanoseconds: MonotonicClock.nanoseconds() - started, failed: failed)
     }
 
@@ -523,7 +523,7 @@ public final class Engine: @unchecked Sendable {
 
     /// Finds the command (and subcommand) and checks arity, with Redis's error texts.
     func lookup(_ argv: [[UInt8]], first: [UInt8]) -> Result<Command, CommandError> {
-        guard let command = table.commands[Bytes.lowercased(first)] else {
+        guard let command = table.command(named: first) else {
             let args = argv.dropFirst().prefix(20).map { "'\(Bytes.text(Array($0.prefix(128))))'" }.joined(separator: " ")
             return .failure(CommandError("ERR", "unknown command '\(Bytes.text(Array(first.prefix(128))))', with args beginning with: \(args)\(args.isEmpty ? "" : " ")"))
         }

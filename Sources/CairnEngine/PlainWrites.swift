@@ -77,7 +77,7 @@ extension Engine {
                 let name = g.requests[start][0]
                 var end = start + 1
                 while end < g.requests.count && g.requests[end][0] == name { end += 1 }
-                if let command = table.commands[Bytes.lowercased(name)] {
+                if let command = table.command(named: name) {
                     let failed = r[start..<end].reduce(0) { if case .error = $1 { $0 + 1 } else { $0 } }
                     completed(command, g.requests[start..<end], session: g.session, nanoseconds: each * (end - start), failed: failed)
                 }

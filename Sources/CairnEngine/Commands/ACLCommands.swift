@@ -207,7 +207,7 @@ enum ACLCommands {
         switch call.engine.lookup(argv, first: argv[0]) {
         case .success(let c): command = c
         case .failure(let error):
-            if call.engine.table.commands[Bytes.lowercased(argv[0])] == nil {
+            if call.engine.table.command(named: argv[0]) == nil {
                 throw CommandError("ERR", "Command '\(Bytes.text(argv[0]))' not found")
             }
             throw error

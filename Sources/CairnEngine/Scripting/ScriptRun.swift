@@ -81,7 +81,7 @@ final class ScriptRun {
         switch engine.lookup(argv, first: argv[0]) {
         case .success(let c): command = c
         case .failure(let error):
-            if engine.table.commands[Bytes.lowercased(argv[0])] == nil {
+            if engine.table.command(named: argv[0]) == nil {
                 return .error("ERR Unknown Redis command called from script")
             }
             if error.message.hasPrefix("wrong number of arguments") {
