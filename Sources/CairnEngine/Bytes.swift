@@ -67,12 +67,18 @@ enum Bytes {
         return text
     }
 
+    /// ASCII lowercase of one byte: A-Z become a-z, every other byte stays.
+    @inline(__always)
+    static func lowercased(_ b: UInt8) -> UInt8 {
+        b >= 65 && b <= 90 ? b | 0x20 : b
+    }
+
     /// ASCII lowercase of a short token such as a command or option name.
     @inline(__always)
     static func lowercased(_ bytes: [UInt8]) -> String {
         String(unsafeUninitializedCapacity: bytes.count) { buffer in
             for (i, b) in bytes.enumerated() {
-                buffer[i] = (b >= 65 && b <= 90) ? b | 0x20 : b
+                buffer[i] = lowercased(b)
             }
             return bytes.count
         }

@@ -8,8 +8,8 @@ struct CommandName: Hashable {
     /// The longest name packed; the last byte holds the length.
     static let maxBytes = 15
 
-    /// Nil when `bytes` is longer than `maxBytes`. ASCII letters are lower-cased, as
-    /// `Bytes.lowercased` does; the length is packed too, so a name with NUL bytes after it
+    /// Nil when `bytes` is longer than `maxBytes`. ASCII letters are lower-cased
+    /// (`Bytes.lowercased`, as the `String` path does); the length is packed too, so a name with NUL bytes after it
     /// ("get\0") is not the shorter one.
     @inline(__always)
     init?(lowercasing bytes: [UInt8]) {
@@ -18,8 +18,7 @@ struct CommandName: Hashable {
         var high = UInt64(bytes.count) << 56
         bytes.withUnsafeBufferPointer { b in
             for i in 0..<b.count {
-                var c = b[i]
-                if c >= 65 && c <= 90 { c |= 0x20 }
+                let c = Bytes.lowercased(b[i])
                 if i < 8 { low |= UInt64(c) << (8 * UInt64(i)) } else { high |= UInt64(c) << (8 * UInt64(i - 8)) }
             }
         }

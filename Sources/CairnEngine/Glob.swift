@@ -32,7 +32,7 @@ enum Glob {
     }
 
     private static func lower(_ c: UInt8, _ noCase: Bool) -> UInt8 {
-        noCase && c >= 65 && c <= 90 ? c | 0x20 : c
+        noCase ? Bytes.lowercased(c) : c
     }
 
     private static func match(
