@@ -107,11 +107,10 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // Lua 5.1 with cjson and bit for scripting (Debian liblua5.1-0-dev, lua-cjson-dev, lua-bitop-dev).
-        .systemLibrary(
-            name: "CLua", pkgConfig: "lua5.1",
-            providers: [.apt(["liblua5.1-0-dev", "lua-cjson-dev", "lua-bitop-dev"])]
-        ),
+        // Lua 5.1 with cjson and bit for scripting: Debian's lua5.1 source with Cairn's patch, and
+        // Debian's static cjson and bit, in one archive that scripts/lib/native.sh builds once per
+        // machine and describes in cairn-lua.pc.
+        .systemLibrary(name: "CLua", pkgConfig: "cairn-lua"),
         // epoll for the server's Poller (glibc headers only).
         .systemLibrary(name: "CEpoll"),
         // glibc's <malloc.h>, for the engine's process memory tuning.

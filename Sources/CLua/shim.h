@@ -1,6 +1,6 @@
-// Lua 5.1 (Debian liblua5.1-0-dev) for Cairn's scripting, plus Debian's cjson and bit modules
-// (lua-cjson-dev, lua-bitop-dev) and Cairn's own cmsgpack and struct (cmsgpack.h, struct.h:
-// Debian has no Lua 5.1 packages of them). Lua's C API is partly macros Swift cannot import; the static
+// Lua 5.1 for Cairn's scripting (Debian's lua5.1 source with Cairn's patch, built by
+// scripts/lib/native.sh), plus Debian's cjson and bit modules (lua-cjson-dev, lua-bitop-dev) and
+// Cairn's own cmsgpack and struct (cmsgpack.h, struct.h: Debian has no Lua 5.1 packages of them). Lua's C API is partly macros Swift cannot import; the static
 // inline wrappers below stand in for them. The allocator with a byte budget, the kill hook and
 // the trampoline that raises errors for Swift callbacks live here too: lua_error longjmps, and
 // a longjmp must never cross a Swift frame.

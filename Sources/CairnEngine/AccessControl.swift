@@ -221,6 +221,17 @@ public struct ACLUser: Sendable, Equatable {
         return keyPatterns.contains { p in (!read || p.read) && (!write || p.write) && Glob.matches(p.pattern, key) }
     }
 
+    /// Whether the user may read (or, for a `write` range, write) every key of `range`: one
+    /// pattern must cover it whole (`KeyRange.isInside`), or match it when it is one key.
+    func mayAccess(_ range: KeyRange) -> Bool {
+        if allKeys || range.isEmpty { return true }
+        let single = range.upper == range.lower + [0] ? range.lower : nil
+        return keyPatterns.contains { p in
+            guard range.write ? p.write : p.read else { return false }
+            return range.isInside(p.pattern) || single.map { Glob.matches(p.pattern, $0) } ?? false
+        }
+    }
+
     /// Whether the user may publish or subscribe to `channel`; a PSUBSCRIBE pattern
     /// (`literal`) must equal one of the user's patterns, as in Redis.
     func mayUse(channel: [UInt8], literal: Bool) -> Bool {
@@ -515,7 +526,7 @@ public final class Guardrails: Sendable {
     /// write command needs write access to each key it names, any other command read access,
     /// except the sources of the commands in `readSources`, which are only read. (Redis 7.0
     /// asks per key of its key specs; Cairn's table has no per-key flags.)
-    static func denial(_ command: Command, _ argv: [[UInt8]], user: ACLUser) -> Denial? {
+    static func denial(_ command: Command, _ argv: [[UInt8]], user: ACLUser, session: Session) -> Denial? {
         guard user.mayRun(command) else { return .command }
         if !user.allKeys {
             let write = command.flags.contains(.write)
@@ -523,6 +534,9 @@ public final class Guardrails: Sendable {
             for (i, key) in command.keys(in: argv).enumerated() {
                 let writes = destination.map { $0 == i } ?? write
                 if !user.mayAccess(key, read: !writes, write: writes) { return .key(key) }
+            }
+            if let ranges = command.keyRanges {
+                for range in ranges(argv, session) where !user.mayAccess(range) { return .key(range.lower) }
             }
         }
         if !user.allChannels {
@@ -559,7 +573,7 @@ public final class Guardrails: Sendable {
     /// key or value is over its limit.
     func check(_ command: Command, _ argv: [[UInt8]], session: Session) -> CommandError? {
         guard let user = user(of: session) else { return Guardrails.error(.command, command) }
-        if let denial = Guardrails.denial(command, argv, user: user) { return Guardrails.error(denial, command) }
+        if let denial = Guardrails.denial(command, argv, user: user, session: session) { return Guardrails.error(denial, command) }
         guard command.flags.contains(.write) else { return nil }
         let maxKey = maxKeySize.load(ordering: .relaxed)
         if maxKey > 0 {
@@ -579,7 +593,7 @@ public final class Guardrails: Sendable {
     /// Records a refused request in ACL LOG (what `check` refused with NOPERM).
     func noteRefusal(_ command: Command, _ argv: [[UInt8]], session: Session, context: String) {
         guard let user = user(of: session) else { return }
-        let denial = Guardrails.denial(command, argv, user: user) ?? .command
+        let denial = Guardrails.denial(command, argv, user: user, session: session) ?? .command
         let (reason, object): (String, [UInt8]) = switch denial {
         case .command: ("command", Array(command.name.utf8))
         case .key(let k): ("key", k)

@@ -19,6 +19,7 @@ public struct Command: Sendable {
         var aclCategories: ACLCategories = []
         var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? = nil
         var movableKeys: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
+        var keyRanges: (@Sendable ([[UInt8]], Session) -> [KeyRange])? = nil
         var delta: (@Sendable (Call) throws(CommandError) -> Int64)? = nil
 
         init(
@@ -45,6 +46,7 @@ public struct Command: Sendable {
             c.aclCategories = aclCategories
             c.grouping = grouping
             c.movableKeys = movableKeys
+            c.keyRanges = keyRanges
             c.delta = delta
             return c
         }
@@ -127,6 +129,27 @@ public struct Command: Sendable {
         var copy = self
         copy.unique().movableKeys = finder
         return copy
+    }
+
+    /// For a command that reaches keys it does not name (an ordered range, or every key):
+    /// those ranges, for the ACL key patterns (`Guardrails.denial`). A request for which it
+    /// returns nothing reaches no key besides `keys(in:)`.
+    var keyRanges: (@Sendable ([[UInt8]], Session) -> [KeyRange])? { storage.keyRanges }
+
+    /// This command reaching the ranges `finder` returns (see `keyRanges`).
+    func reaching(_ finder: @escaping @Sendable ([[UInt8]], Session) -> [KeyRange]) -> Command {
+        var copy = self
+        copy.unique().keyRanges = finder
+        return copy
+    }
+
+    /// Whether the table says which keys the command reaches: key positions, a key finder or
+    /// key ranges. A command with none reaches no key (the ACL walk test holds the list).
+    package var declaresKeys: Bool { firstKey > 0 || movableKeys != nil || keyRanges != nil }
+
+    /// This command reaching every key, for reading or, when `write`, changing them.
+    func reachingEverything(write: Bool) -> Command {
+        reaching { _, _ in [.everything(write: write)] }
     }
 
     /// For a counter command (INCR, DECR, INCRBY, DECRBY): its delta, from the request. The

@@ -165,12 +165,38 @@ public struct ConfigOption: Sendable {
         .bytes("client-query-buffer-limit", min: 1 << 20, \.clientQueryBufferLimit),
         ConfigOption(
             name: "client-output-buffer-limit", mutable: true,
-            get: { "normal \($0.clientOutputBufferLimit) 0 0" }
+            get: { "normal \($0.clientOutputBufferLimit) 0 0 pubsub \($0.clientOutputBufferLimitPubsub) 0 0" }
         ) { config, text throws(Invalid) in
-            // Redis's form is "normal <hard> <soft> <seconds> ..."; a bare size is accepted too.
-            let words = text.split(separator: " ").map(String.init)
-            let size = words.first == "normal" && words.count >= 2 ? words[1] : (words.first ?? "")
-            config.clientOutputBufferLimit = try memory(size, min: 0, max: .max)
+            // Redis's form, "<class> <hard> <soft> <seconds>" repeated, checked whole as Redis
+            // does (its texts); a bare size is the normal class's hard limit. The normal and
+            // pubsub hard limits apply; soft limits and the replica class are accepted for
+            // redis.conf's sake (config/cairn.conf says so).
+            let words = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            if words.count == 1 {
+                config.clientOutputBufferLimit = try memory(words[0], min: 0, max: .max)
+                return
+            }
+            guard !words.isEmpty, words.count % 4 == 0 else { throw Invalid("Wrong number of arguments in buffer limit configuration.") }
+            var limits = (normal: config.clientOutputBufferLimit, pubsub: config.clientOutputBufferLimitPubsub)
+            for group in stride(from: 0, to: words.count, by: 4) {
+                let hard: Int, soft: Int
+                do throws(Invalid) {
+                    hard = try memory(words[group + 1], min: 0, max: .max)
+                    soft = try memory(words[group + 2], min: 0, max: .max)
+                } catch {
+                    throw Invalid("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
+                }
+                guard soft >= 0, let seconds = Int(words[group + 3]), seconds >= 0 else {
+                    throw Invalid("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
+                }
+                switch words[group].lowercased() {
+                case "normal": limits.normal = hard
+                case "pubsub": limits.pubsub = hard
+                case "replica", "slave": break
+                default: throw Invalid("Invalid client class specified in buffer limit configuration.")
+                }
+            }
+            (config.clientOutputBufferLimit, config.clientOutputBufferLimitPubsub) = limits
         },
         ConfigOption(name: "appendfsync", mutable: true, get: { $0.appendfsync.rawValue }) { config, text throws(Invalid) in
             guard let p = FsyncPolicy(rawValue: text.lowercased()) else { throw oneOf(FsyncPolicy.allCases.map(\.rawValue)) }

@@ -63,6 +63,9 @@ public struct Configuration: Sendable, Equatable {
     /// reply; a limit only closes it sooner. A limit below `max-value-size` means values
     /// larger than it can be stored but not read back.
     public var clientOutputBufferLimit = 0
+    /// `client-output-buffer-limit pubsub <hard>`: unsent bytes a subscribed client may have
+    /// before it is closed, so publishers never wait for it (32mb, as Redis).
+    public var clientOutputBufferLimitPubsub = 32 << 20
     /// WAL sync policy, as Redis's appendfsync: `always` (sync before replying; concurrent writers
     /// share one sync), `everysec` (default: sync once a second, a process crash loses nothing, an
     /// OS crash at most about a second), `no` (the OS decides).

@@ -3,7 +3,7 @@
 enum Glob {
     static func matches(_ pattern: [UInt8], _ string: UnsafeRawBufferPointer, noCase: Bool = false) -> Bool {
         pattern.withUnsafeBufferPointer { p in
-            match(p, 0, string, 0, noCase, depth: 0)
+            match(p, string, noCase)
         }
     }
 
@@ -35,64 +35,79 @@ enum Glob {
         noCase ? Bytes.lowercased(c) : c
     }
 
-    private static func match(
-        _ p: UnsafeBufferPointer<UInt8>, _ pStart: Int, _ s: UnsafeRawBufferPointer, _ sStart: Int,
-        _ noCase: Bool, depth: Int
-    ) -> Bool {
-        // Redis caps recursion the same way to avoid pathological patterns.
-        if depth > 1000 { return false }
-        var pi = pStart
-        var si = sStart
-        while pi < p.count && si < s.count {
-            switch p[pi] {
-            case UInt8(ascii: "*"):
-                while pi + 1 < p.count && p[pi + 1] == UInt8(ascii: "*") { pi += 1 }
-                if pi + 1 == p.count { return true }
-                while si < s.count {
-                    if match(p, pi + 1, s, si, noCase, depth: depth + 1) { return true }
-                    si += 1
-                }
-                return false
-            case UInt8(ascii: "?"):
-                si += 1
-            case UInt8(ascii: "["):
-                pi += 1
-                let not = pi < p.count && p[pi] == UInt8(ascii: "^")
-                if not { pi += 1 }
-                var matched = false
-                while true {
-                    if pi >= p.count { pi -= 1; break }
-                    if p[pi] == UInt8(ascii: "\\") && pi + 2 < p.count {
-                        pi += 1
-                        if p[pi] == s[si] { matched = true }
-                    } else if p[pi] == UInt8(ascii: "]") {
-                        break
-                    } else if pi + 2 < p.count && p[pi + 1] == UInt8(ascii: "-") {
-                        var start = lower(p[pi], noCase)
-                        var end = lower(p[pi + 2], noCase)
-                        let c = lower(s[si], noCase)
-                        if start > end { swap(&start, &end) }
-                        pi += 2
-                        if c >= start && c <= end { matched = true }
-                    } else if lower(p[pi], noCase) == lower(s[si], noCase) {
-                        matched = true
-                    }
+    /// Matches without recursion: on a mismatch it goes back to the last `*` only and lets it
+    /// take one more byte, so the work is at most pattern length x string length (a pattern
+    /// like `a*a*a*...b` took exponential time when every `*` was retried recursively). The last
+    /// `*` is enough: whatever an earlier `*` would take differently, the later one can take.
+    private static func match(_ p: UnsafeBufferPointer<UInt8>, _ s: UnsafeRawBufferPointer, _ noCase: Bool) -> Bool {
+        var pi = 0
+        var si = 0
+        // Where to resume after the last `*`: the pattern after it, and the string byte it
+        // has taken up to.
+        var starPattern = -1
+        var starString = 0
+        while si < s.count {
+            if pi < p.count {
+                if p[pi] == UInt8(ascii: "*") {
+                    while pi + 1 < p.count && p[pi + 1] == UInt8(ascii: "*") { pi += 1 }
+                    if pi + 1 == p.count { return true }
+                    starPattern = pi + 1
+                    starString = si
                     pi += 1
+                    continue
                 }
-                if not { matched = !matched }
-                if !matched { return false }
-                si += 1
-            case UInt8(ascii: "\\") where pi + 1 < p.count:
-                pi += 1
-                if lower(p[pi], noCase) != lower(s[si], noCase) { return false }
-                si += 1
-            default:
-                if lower(p[pi], noCase) != lower(s[si], noCase) { return false }
-                si += 1
+                if let next = matchOne(p, pi, s[si], noCase) {
+                    pi = next
+                    si += 1
+                    continue
+                }
             }
-            pi += 1
+            guard starPattern >= 0 else { return false }
+            starString += 1
+            si = starString
+            pi = starPattern
         }
         while pi < p.count && p[pi] == UInt8(ascii: "*") { pi += 1 }
-        return pi == p.count && si == s.count
+        return pi == p.count
+    }
+
+    /// Matches one byte `c` against the pattern item at `pi` (not `*`): the position after the
+    /// item, or nil. Items and their edge cases as Redis's `stringmatchlen`.
+    private static func matchOne(_ p: UnsafeBufferPointer<UInt8>, _ start: Int, _ c: UInt8, _ noCase: Bool) -> Int? {
+        var pi = start
+        switch p[pi] {
+        case UInt8(ascii: "?"):
+            return pi + 1
+        case UInt8(ascii: "["):
+            pi += 1
+            let not = pi < p.count && p[pi] == UInt8(ascii: "^")
+            if not { pi += 1 }
+            var matched = false
+            while true {
+                if pi >= p.count { pi -= 1; break }
+                if p[pi] == UInt8(ascii: "\\") && pi + 1 < p.count {
+                    pi += 1
+                    if p[pi] == c { matched = true }
+                } else if p[pi] == UInt8(ascii: "]") {
+                    break
+                } else if pi + 2 < p.count && p[pi + 1] == UInt8(ascii: "-") {
+                    var low = lower(p[pi], noCase)
+                    var high = lower(p[pi + 2], noCase)
+                    let l = lower(c, noCase)
+                    if low > high { swap(&low, &high) }
+                    pi += 2
+                    if l >= low && l <= high { matched = true }
+                } else if lower(p[pi], noCase) == lower(c, noCase) {
+                    matched = true
+                }
+                pi += 1
+            }
+            if not { matched = !matched }
+            return matched ? pi + 1 : nil
+        case UInt8(ascii: "\\") where pi + 1 < p.count:
+            return lower(p[pi + 1], noCase) == lower(c, noCase) ? pi + 2 : nil
+        default:
+            return lower(p[pi], noCase) == lower(c, noCase) ? pi + 1 : nil
+        }
     }
 }

@@ -147,16 +147,20 @@ final class OwnedIterator {
     let family: Family
     /// Keeps the snapshot the iterator reads through alive.
     let snapshot: OwnedSnapshot?
+    /// The keys it can reach (ITER.OPEN's PREFIX, else every key): what ACL key patterns are
+    /// checked against on each step.
+    let range: KeyRange
     var lastUsed: Int64
     /// Counts live iterators for INFO: every path that drops one (ITER.CLOSE, disconnect,
     /// idle reclaim, snapshot release, restore) ends here.
     private let stats: EngineStats
 
-    init(id: Int64, cursor: Cursor, family: Family, snapshot: OwnedSnapshot?, now: Int64, stats: EngineStats) {
+    init(id: Int64, cursor: Cursor, family: Family, snapshot: OwnedSnapshot?, range: KeyRange, now: Int64, stats: EngineStats) {
         self.id = id
         self.cursor = cursor
         self.family = family
         self.snapshot = snapshot
+        self.range = range
         self.lastUsed = now
         self.stats = stats
         stats.openIterators.increment()

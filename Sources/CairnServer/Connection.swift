@@ -53,7 +53,7 @@ final class Connection: @unchecked Sendable {
 
     /// A pub/sub message for this client, published by any connection: it goes after the
     /// replies already buffered. A subscriber that does not read is disconnected once
-    /// `ConnectionStateMachine.pubsubOutputLimit` is pending, so publishers never wait for it.
+    /// `client-output-buffer-limit pubsub` is pending, so publishers never wait for it.
     private func push(_ bytes: [UInt8]) {
         dispatchPrecondition(condition: .onQueue(worker.queue))
         guard !closed else { return }
@@ -114,7 +114,7 @@ final class Connection: @unchecked Sendable {
         while !closed {
             let context = ConnectionStateMachine.Context(
                 authenticated: session.authenticated, subscribed: session.subscriptionCount > 0,
-                outputLimit: worker.limits.outputBufferLimit)
+                outputLimit: worker.limits.outputBufferLimit, pubsubOutputLimit: worker.limits.pubsubOutputLimit)
             let action = machine.next(context) { argv in
                 if let wait = engine.pauseDelay(argv, session: session) { return .paused(milliseconds: wait) }
                 return Connection.step(engine.route(argv, session: session))

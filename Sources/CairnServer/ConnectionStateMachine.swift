@@ -72,6 +72,9 @@ struct ConnectionStateMachine {
         var subscribed = false
         /// `client-output-buffer-limit`; 0 is none.
         var outputLimit = 0
+        /// `client-output-buffer-limit pubsub`: unsent bytes a subscribed client may have
+        /// before it is closed, so publishers never wait for it; 0 is none.
+        var pubsubOutputLimit = 32 << 20
     }
 
     enum Waiting: Equatable {
@@ -91,10 +94,6 @@ struct ConnectionStateMachine {
     /// leave buffered. Its requests are at most 10 arguments of 16 KiB (`RESPLimits`) and its
     /// replies short errors, so only one that stops reading comes near this.
     static let unauthenticatedBufferLimit = 1 << 20
-    /// Unsent bytes a subscribed client may have before it is closed (Redis's
-    /// `client-output-buffer-limit pubsub 32mb`), so publishers never wait for it.
-    static let pubsubOutputLimit = 32 << 20
-
     private var parser: RequestParser
     /// Replies not sent yet (and, before `sent`, some that were).
     var output: RESPWriter
@@ -260,7 +259,7 @@ struct ConnectionStateMachine {
             if context.outputLimit > 0 && pending > context.outputLimit {
                 return close("\(pending) bytes of replies over client-output-buffer-limit")
             }
-            if context.subscribed && pending > Self.pubsubOutputLimit {
+            if context.subscribed && context.pubsubOutputLimit > 0 && pending > context.pubsubOutputLimit {
                 return close("\(pending) bytes of pub/sub messages over the pub/sub output limit")
             }
         }

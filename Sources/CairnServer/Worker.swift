@@ -34,12 +34,14 @@ final class Worker: @unchecked Sendable {
     struct Limits {
         var queryBufferLimit: Int
         var outputBufferLimit: Int
+        var pubsubOutputLimit: Int
         var idleTimeoutSeconds: Int
         var resp: RESPLimits
 
         init(_ c: Configuration) {
             queryBufferLimit = c.clientQueryBufferLimit
             outputBufferLimit = c.clientOutputBufferLimit
+            pubsubOutputLimit = c.clientOutputBufferLimitPubsub
             idleTimeoutSeconds = c.timeout
             resp = RESPLimits()
             resp.maxBulkLength = c.protoMaxBulkLen

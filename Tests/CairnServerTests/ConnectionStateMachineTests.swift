@@ -234,7 +234,7 @@ import Testing
 
     @Test mutating func aSubscriberPastThePubSubLimitIsClosedOnceTheSocketIsFull() {
         context.subscribed = true
-        machine.output.bytes += Array(repeating: UInt8(ascii: "m"), count: Machine.pubsubOutputLimit + 2000)
+        machine.output.bytes += Array(repeating: UInt8(ascii: "m"), count: Machine.Context().pubsubOutputLimit + 2000)
         #expect(next() == .send)
         _ = send(room: 1000)
         guard case .close(let reason?) = next() else { Issue.record("expected close"); return }

@@ -161,9 +161,11 @@ def test_sentinel_fails_over_a_killed_primary_and_loses_no_acknowledged_write(cl
     assert not missing, f"{len(missing)} acknowledged writes lost: {missing[:10]}"
     wait_until(lambda: caught_up(new.server, other.server, primary.server), timeout=30, explain=report)
     assert digest(other.server) == digest(new.server) == digest(primary.server)
-    # Sentinel's CONFIG REWRITE recorded the roles in the config files.
-    assert f'replicaof "127.0.0.1 {new.port}"' in open(other.config).read()
-    assert 'replicaof ""' in open(new.config).read()
+    # The roles are in the config files (each change of role writes the line, and Sentinel's
+    # CONFIG REWRITE too), in redis-server's form.
+    assert f"\nreplicaof 127.0.0.1 {new.port}\n" in open(other.config).read()
+    assert f"\nreplicaof 127.0.0.1 {new.port}\n" in open(primary.config).read()
+    assert not [line for line in open(new.config).read().splitlines() if line.startswith("replicaof") and line != 'replicaof ""']
 
 
 def test_a_graceful_sentinel_failover_loses_no_acknowledged_write(cluster):
@@ -184,3 +186,35 @@ def test_a_graceful_sentinel_failover_loses_no_acknowledged_write(cluster):
     r = new.client()
     missing = [i for i in writer.ok if r.get(f"w:{i}") != str(i).encode()]
     assert not missing, f"{len(missing)} of {len(writer.ok)} acknowledged writes lost: {missing[:10]}"
+
+
+def roles(nodes):
+    return [n.client().execute_command("ROLE")[0] for n in nodes]
+
+
+def test_after_a_graceful_failover_every_node_restarts_from_its_own_file_in_its_new_role(cluster):
+    """The old primary follows its successor by itself, so Sentinel never rewrites its file:
+    the node must record its new role itself, or a restart from its file brings back a second
+    primary. Every node restarts from its own file with the sentinels gone: exactly one primary."""
+    primary, a, b, sentinels = cluster
+    s0 = watching(cluster)
+    primary.client().set("before", "failover")
+    assert s0.execute_command("SENTINEL", "FAILOVER", "cairn")
+    wait_until(lambda: primary_port(sentinels[0]) != primary.port, timeout=30, what="the failover")
+    new = a if primary_port(sentinels[0]) == a.port else b
+    other = b if new is a else a
+    wait_until(lambda: info(primary.server).get("master_port") == new.port and info(other.server).get("master_port") == new.port,
+               timeout=40, what="both others to follow the new primary",
+               explain=lambda: replication_report(new_primary=new.server, other=other.server, old_primary=primary.server))
+    assert f"\nreplicaof 127.0.0.1 {new.port}\n" in open(primary.config).read()
+    for s in sentinels:
+        s.process.kill()
+        s.process.wait()
+    for n in (primary, a, b):
+        n.server.stop()
+    for n in (primary, a, b):
+        n.server.start()
+    assert sorted(roles([primary, a, b])) == ["master", "slave", "slave"]
+    assert roles([new]) == ["master"]
+    wait_until(lambda: caught_up(new.server, other.server, primary.server), timeout=30, what="the replicas to catch up again")
+    assert primary.client().get("before") == b"failover"

@@ -1,4 +1,6 @@
-# Installs Debian packages Cairn needs when they are missing. Sourced by scripts/*.
+# Installs Debian packages Cairn needs when they are missing, and builds the C libraries Cairn
+# links statically (native.sh). Sourced by scripts/*.
+source "$(dirname "${BASH_SOURCE[0]}")/native.sh"
 cairn_apt_install() {
     local missing=()
     for pkg in "$@"; do
@@ -17,7 +19,9 @@ cairn_install_build_deps() {
         echo "swift is not on PATH; install the Swift 6 toolchain (https://www.swift.org/install/)" >&2
         exit 1
     fi
-    cairn_apt_install librocksdb-dev libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev libedit-dev liblua5.1-0-dev lua-cjson-dev lua-bitop-dev
+    cairn_apt_install librocksdb-dev libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev libedit-dev lua-cjson-dev lua-bitop-dev pkg-config
+    # Lua is built from Debian's source with Cairn's patch, once per machine (native.sh).
+    cairn_build_lua
 }
 
 # What the integration tests drive besides cairnd (scripts/test); valgrind for scripts/profile's smoke check.

@@ -21,7 +21,15 @@ enum RandomMembers {
                 all.shuffle()
                 return Array(all.prefix(count))
             }
+            guard !all.isEmpty else { return [] }
+            try checkRepeated(count, sample: all, call: call)
             return (0..<count).map { _ in all.randomElement()! }
+        }
+        if !distinct {
+            // Each probe is a seek: find a sample's size first, so a count far past what a
+            // reply can hold fails before the work.
+            let sample = try pick(call, meta, of: key, count: min(count, 16), distinct: true)
+            try checkRepeated(count, sample: sample, call: call)
         }
         var picked: [(sub: [UInt8], value: [UInt8])] = []
         var seen = Set<[UInt8]>()
@@ -40,5 +48,20 @@ enum RandomMembers {
             picked.append(found)
         }
         return picked
+    }
+
+    /// Refuses a negative count (members may repeat, so any count is possible) whose reply,
+    /// at the sample's average size, would pass `proto-max-bulk-len`: Redis would build it,
+    /// and such a count (HRANDFIELD key -4611686018427387000) took the process's whole memory.
+    static func checkRepeated(_ count: Int, sample: [(sub: [UInt8], value: [UInt8])], call: Call) throws(CommandError) {
+        guard !sample.isEmpty else { return }
+        // Bytes per pick: the member and value with their RESP headers, and the pick itself
+        // while the reply is built.
+        let perPick = sample.reduce(0) { $0 + $1.sub.count + $1.value.count } / sample.count + 64
+        let limit = call.engine.configuration.protoMaxBulkLen
+        guard count <= limit / perPick else {
+            throw CommandError(
+                "ERR", "count is too large: \(count) random members would make a reply of more than proto-max-bulk-len (\(limit) bytes); ask for fewer")
+        }
     }
 }

@@ -212,7 +212,7 @@ enum ACLCommands {
             }
             throw error
         }
-        switch Guardrails.denial(command, argv, user: user) {
+        switch Guardrails.denial(command, argv, user: user, session: call.session) {
         case nil: out.simpleString("OK")
         case .command: out.bulk("This user has no permissions to run the '\(command.name)' command")
         case .key(let k): out.bulk("This user has no permissions to access the '\(Bytes.text(k))' key")

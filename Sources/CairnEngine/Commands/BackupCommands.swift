@@ -26,7 +26,7 @@ enum BackupCommands {
             call.deferReply(&out) { (w: inout RESPWriter) throws(CommandError) in
                 w.integer(Int64(try engine.backups.create(engine).id))
             }
-        },
+        }.reachingEverything(write: false),
         Command("backup.list", arity: 1, flags: [.admin], group: "cairn",
                 summary: "Lists the backups, oldest first: id, time, size, files.") { call, out throws(CommandError) in
             let engine = call.engine
@@ -77,7 +77,7 @@ enum BackupCommands {
                 try engine.backups.restore(engine, id: id, caller: session)
                 w.simpleString("OK")
             }
-        },
+        }.reachingEverything(write: true),
         Command("bgsave", arity: -1, flags: [.admin], group: "server",
                 summary: "Takes a backup in the background.", arguments: "[SCHEDULE]") { call, out throws(CommandError) in
             guard call.count == 1 || (call.count == 2 && call[1].isKeyword("SCHEDULE")) else { throw .syntax }
@@ -90,7 +90,7 @@ enum BackupCommands {
             } else {
                 throw CommandError("ERR", "Background save already in progress")
             }
-        },
+        }.reachingEverything(write: false),
         Command("checkpoint", arity: 2, flags: [.admin, .noTransaction], group: "cairn",
                 summary: "Writes an openable copy of the database to a new directory (table files hard-linked).",
                 arguments: "dir") { call, out throws(CommandError) in
@@ -101,7 +101,7 @@ enum BackupCommands {
                 try engine.backups.checkpoint(engine, to: directory)
                 w.simpleString("OK")
             }
-        },
+        }.reachingEverything(write: false),
     ]
 
     static func backupID(_ call: Call, _ i: Int) throws(CommandError) -> UInt32 {

@@ -253,17 +253,35 @@ enum ClientCommands {
         var i = 2
         while i + 1 < call.count {
             let value = call.text(i + 1)
-            if call[i].isKeyword("ID") { id = try call.integer(i + 1) }
+            // Each filter's value checked as Redis 7 does: a filter that matches nothing must
+            // not quietly match everyone instead.
+            if call[i].isKeyword("ID") {
+                guard let n = Bytes.int64(call[i + 1]), n > 0 else { throw CommandError("ERR", "client-id should be greater than 0") }
+                id = n
+            }
             else if call[i].isKeyword("ADDR") { addr = value }
             else if call[i].isKeyword("LADDR") { laddr = value }
-            else if call[i].isKeyword("SKIPME") { skipMe = value.lowercased() == "yes" }
+            else if call[i].isKeyword("SKIPME") {
+                switch value.lowercased() {
+                case "yes": skipMe = true
+                case "no": skipMe = false
+                default: throw .syntax
+                }
+            }
             else if call[i].isKeyword("TYPE") {
                 let t = value.lowercased()
                 guard ["normal", "master", "replica", "slave", "pubsub"].contains(t) else { throw CommandError("ERR", "Unknown client type '\(value)'") }
                 type = t == "slave" ? "replica" : t
             }
-            else if call[i].isKeyword("USER") { user = value }
-            else if call[i].isKeyword("MAXAGE") { maxAge = try call.integer(i + 1) }
+            else if call[i].isKeyword("USER") {
+                guard call.engine.guardrails.accessControl.users[value] != nil else { throw CommandError("ERR", "No such user '\(value)'") }
+                user = value
+            }
+            else if call[i].isKeyword("MAXAGE") {
+                guard let n = Bytes.int64(call[i + 1]) else { throw CommandError("ERR", "maxage is not an integer or out of range") }
+                guard n > 0 else { throw .syntax }
+                maxAge = n
+            }
             else { throw .syntax }
             i += 2
         }

@@ -17,7 +17,7 @@ enum DiagnosticCommands {
             // The server starts sending this client the lines once this reply is written.
             call.session.outcome.startsMonitoring = true
             out.simpleString("OK")
-        },
+        }.reachingEverything(write: false),
     ]
 
     /// A HELP reply: one status line per entry, as Redis's `addReplyHelp`.
@@ -64,7 +64,7 @@ enum DiagnosticCommands {
                 out.bulk(e.address)
                 out.bulk(e.clientName)
             }
-        },
+        }.reachingEverything(write: false),
         Command("slowlog|len", arity: 2, flags: [.admin, .loading, .stale], group: "server", since: "2.2.12",
                 summary: "Returns the number of entries in the slow log.") { call, out throws(CommandError) in
             out.integer(call.engine.stats.slowLog.count)

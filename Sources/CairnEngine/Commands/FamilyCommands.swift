@@ -35,7 +35,7 @@ enum FamilyCommands {
             engine.unregisterFamily(name)
             if call.session.family === family { call.session.family = engine.defaultFamily }
             out.simpleString("OK")
-        },
+        }.reachingEverything(write: true),
         Command("cf.list", arity: 1, flags: [.readonly], group: "cairn", summary: "Lists the column families.") { call, out throws(CommandError) in
             let names = call.engine.allFamilies.map(\.name)
             out.arrayHeader(names.count)

@@ -63,11 +63,11 @@ enum KeyCommands {
                 summary: "Removes all keys from the current database (the connection's column family).",
                 arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
             try flush(call, families: [call.family], &out)
-        },
+        }.reachingEverything(write: true),
         Command("flushall", arity: -1, flags: [.write, .admin], group: "server",
                 summary: "Removes all keys from all column families.", arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
             try flush(call, families: call.engine.allFamilies, &out)
-        },
+        }.reachingEverything(write: true),
         expireCommand("expire", .seconds, absolute: false, "Sets the expiration time of a key in seconds.", "key seconds [NX|XX|GT|LT]"),
         expireCommand("pexpire", .milliseconds, absolute: false, "Sets the expiration time of a key in milliseconds.", "key milliseconds [NX|XX|GT|LT]"),
         expireCommand("expireat", .seconds, absolute: true, "Sets the expiration time of a key to a Unix timestamp.", "key unix-time-seconds [NX|XX|GT|LT]"),

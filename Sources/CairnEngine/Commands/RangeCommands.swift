@@ -49,10 +49,21 @@ enum RangeCommands {
         return (lower, upper)
     }
 
+    /// The keys between the request's bounds (arguments 1 and 2), for the ACL key patterns;
+    /// nothing when the bounds do not parse (the command fails) or hold no key.
+    static func reached(write: Bool) -> @Sendable ([[UInt8]], Session) -> [KeyRange] {
+        { argv, _ in
+            guard argv.count > 2, let start = try? Bound(argv[1]), let end = try? Bound(argv[2]),
+                  let (lower, upper) = keyRange(start, end)
+            else { return [] }
+            return [KeyRange(lower: lower, upper: upper, write: write)]
+        }
+    }
+
     static let all: [Command] = [
         Command("range", arity: -3, flags: [.readonly], group: "cairn",
                 summary: "Returns keys and values between two lex bounds, in key order, with paging by the last key.",
-                arguments: "start end [REV] [LIMIT count] [KEYSONLY]", handler: range),
+                arguments: "start end [REV] [LIMIT count] [KEYSONLY]", handler: range).reaching(reached(write: false)),
         Command("delrange", arity: 3, flags: [.write], group: "cairn",
                 summary: "Deletes every key between two lex bounds at once.", arguments: "start end") { call, out throws(CommandError) in
             guard let (lower, upper) = keyRange(try Bound(call[1]), try Bound(call[2])) else {
@@ -88,7 +99,7 @@ enum RangeCommands {
                 }
             }
             out.simpleString("OK")
-        },
+        }.reaching(reached(write: true)),
     ]
 
     static func range(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {

@@ -61,6 +61,9 @@ enum ServerCommands {
                 }
             }
             out.simpleString("OK")
+        }.reaching { argv, _ in
+            // Compaction rewrites the files holding the range: a write of it.
+            argv.count == 3 ? [KeyRange(lower: argv[1], upper: argv[2] + [0], write: true)] : [.everything(write: true)]
         },
         Command("config", arity: -2, group: "server", summary: "A container for server configuration commands.",
                 subcommands: ConfigCommands.all) { _, _ throws(CommandError) in },

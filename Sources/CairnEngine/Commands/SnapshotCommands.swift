@@ -71,20 +71,23 @@ enum SnapshotCommands {
             out.simpleString("OK")
         },
         Command("iter.open", arity: -1, flags: [.readonly], group: "cairn",
-                summary: "Opens a server-side iterator over the current column family; returns its id.",
-                arguments: "[SNAPSHOT id] [REV] [START key]", handler: open),
+                summary: "Opens a server-side iterator over the current column family (or the keys with a prefix); returns its id.",
+                arguments: "[SNAPSHOT id] [REV] [START key] [PREFIX prefix]", handler: open)
+            .reaching { argv, _ in [(try? options(argv).range) ?? .everything(write: false)] },
         Command("iter.next", arity: -2, flags: [.readonly], group: "cairn",
                 summary: "Returns up to count key/value pairs ascending from the iterator's position.",
-                arguments: "id [count]") { call, out throws(CommandError) in try step(call, &out, forward: true) },
+                arguments: "id [count]") { call, out throws(CommandError) in try step(call, &out, forward: true) }
+            .reaching(iteratorRange),
         Command("iter.prev", arity: -2, flags: [.readonly], group: "cairn",
                 summary: "Returns up to count key/value pairs descending from the iterator's position.",
-                arguments: "id [count]") { call, out throws(CommandError) in try step(call, &out, forward: false) },
+                arguments: "id [count]") { call, out throws(CommandError) in try step(call, &out, forward: false) }
+            .reaching(iteratorRange),
         Command("iter.seek", arity: 3, flags: [.readonly, .fast], group: "cairn",
-                summary: "Moves the iterator to the first key >= key.", arguments: "id key") { call, out throws(CommandError) in
+                summary: "Moves the iterator to the first key >= key (within its prefix).", arguments: "id key") { call, out throws(CommandError) in
             let it = try iterator(call)
             it.cursor.seek(call[2])
             out.simpleString("OK")
-        },
+        }.reaching(iteratorRange),
         Command("iter.close", arity: 2, flags: [.readonly, .fast], group: "cairn",
                 summary: "Closes a server-side iterator.", arguments: "id") { call, out throws(CommandError) in
             let it = try iterator(call)
@@ -113,33 +116,64 @@ enum SnapshotCommands {
         return it
     }
 
-    static func open(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
-        var snapshot: OwnedSnapshot? = call.session.readSnapshot
+    /// ITER.OPEN's options.
+    struct OpenOptions {
+        var snapshot: Int64? = nil
         var reverse = false
         var start: [UInt8]? = nil
+        /// The keys the iterator may reach: those with the PREFIX, else every key.
+        var range = KeyRange.everything(write: false)
+    }
+
+    static func options(_ argv: [[UInt8]]) throws(CommandError) -> OpenOptions {
+        var o = OpenOptions()
         var i = 1
-        while i < call.count {
-            if call[i].isKeyword("REV") {
-                reverse = true
+        while i < argv.count {
+            if argv[i].isKeyword("REV") {
+                o.reverse = true
                 i += 1
-            } else if call[i].isKeyword("SNAPSHOT"), i + 1 < call.count {
-                let id = try call.integer(i + 1)
-                guard let s = call.session.snapshots[id] else { throw noSuchSnapshot(id, call.session) }
-                snapshot = s
+            } else if argv[i].isKeyword("SNAPSHOT"), i + 1 < argv.count {
+                guard let id = Bytes.int64(argv[i + 1]) else { throw .notInteger }
+                o.snapshot = id
                 i += 2
-            } else if call[i].isKeyword("START"), i + 1 < call.count {
-                start = call[i + 1]
+            } else if argv[i].isKeyword("START"), i + 1 < argv.count {
+                o.start = argv[i + 1]
+                i += 2
+            } else if argv[i].isKeyword("PREFIX"), i + 1 < argv.count {
+                o.range = KeyRange(lower: argv[i + 1], upper: Call.prefixEnd(argv[i + 1]), write: false)
                 i += 2
             } else {
                 throw .syntax
             }
         }
+        return o
+    }
+
+    /// What an ITER.NEXT, PREV or SEEK reaches: its iterator's keys (none when there is no such
+    /// iterator, which the command answers with an error).
+    @Sendable static func iteratorRange(_ argv: [[UInt8]], _ session: Session) -> [KeyRange] {
+        guard argv.count > 1, let id = Bytes.int64(argv[1]), let it = session.iterators[id] else { return [] }
+        return [it.range]
+    }
+
+    static func open(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        let o = try options(call.argv)
+        var snapshot: OwnedSnapshot? = call.session.readSnapshot
+        if let id = o.snapshot {
+            guard let s = call.session.snapshots[id] else { throw noSuchSnapshot(id, call.session) }
+            snapshot = s
+        }
+        let reverse = o.reverse
+        let start = o.start
         let limit = call.engine.configuration.maxIteratorsPerClient
         guard call.session.iterators.count < limit else {
             throw CommandError("ERR", "too many iterators on this connection (max-iterators-per-client \(limit)); close some with ITER.CLOSE")
         }
         var options = ReadOptions()
         options.snapshot = snapshot?.snapshot
+        // A PREFIX bounds the cursor itself: no step, seek or reverse start leaves it.
+        if !o.range.lower.isEmpty { options.lowerBound = o.range.lower }
+        options.upperBound = o.range.upper
         let handle = call.family.handle
         let cursor = try call.engine.storage("ITER.OPEN") { try call.database.makeCursor(in: handle, options: options) }
         switch (reverse, start) {
@@ -149,7 +183,7 @@ enum SnapshotCommands {
         case (true, let key?): cursor.seekForPrev(key)
         }
         let id = call.engine.nextHandleID.add(1, ordering: .relaxed).oldValue
-        call.session.iterators[id] = OwnedIterator(id: id, cursor: cursor, family: call.family, snapshot: snapshot, now: Clock.milliseconds(), stats: call.engine.stats)
+        call.session.iterators[id] = OwnedIterator(id: id, cursor: cursor, family: call.family, snapshot: snapshot, range: o.range, now: Clock.milliseconds(), stats: call.engine.stats)
         out.integer(id)
     }
 

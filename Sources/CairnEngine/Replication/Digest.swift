@@ -16,7 +16,7 @@ enum DigestCommands {
                 throw CommandError("ERR", "DEBUG \(call.text(1)) is not supported: Cairn has DEBUG DIGEST")
             }
             out.bulk(try digest(call.engine))
-        },
+        }.reachingEverything(write: false),
     ]
 
     static func digest(_ engine: Engine) throws(CommandError) -> String {

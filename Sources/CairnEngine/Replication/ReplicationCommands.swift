@@ -7,10 +7,10 @@ enum ReplicationCommands {
     static let all: [Command] = [
         Command("replicaof", arity: 3, flags: [.admin, .stale], group: "server", since: "5.0.0",
                 summary: "Makes the server a replica of another server, or promotes it to a primary.", arguments: "host port | NO ONE",
-                handler: replicaOf),
+                handler: replicaOf).reaching(ReplicationCommands.replacesEverything),
         Command("slaveof", arity: 3, flags: [.admin, .stale], group: "server", since: "1.0.0",
                 summary: "Makes the server a replica of another server, or promotes it to a primary (old name of REPLICAOF).",
-                arguments: "host port | NO ONE", handler: replicaOf),
+                arguments: "host port | NO ONE", handler: replicaOf).reaching(ReplicationCommands.replacesEverything),
         Command("role", arity: 1, flags: [.loading, .stale, .fast], group: "server", since: "2.8.12",
                 summary: "Returns the replication role.", handler: role),
         Command("wait", arity: 3, flags: [], group: "generic", since: "3.0.0",
@@ -38,7 +38,7 @@ enum ReplicationCommands {
         },
         Command("psync", arity: -3, flags: [.admin, .noTransaction], group: "server", since: "2.8.0",
                 summary: "Starts a replication stream from this server (a full or a partial sync).",
-                arguments: "replicationid offset", handler: psync),
+                arguments: "replicationid offset", handler: psync).reachingEverything(write: false),
         Command("sync", arity: 1, flags: [.admin, .noTransaction], group: "server", since: "1.0.0",
                 summary: "An old replication handshake; Cairn replicas use PSYNC.") { _, _ throws(CommandError) in
             throw CommandError("ERR", "SYNC (an RDB stream) is not supported: Cairn replicates between Cairn servers with PSYNC")
@@ -48,11 +48,17 @@ enum ReplicationCommands {
 
     // MARK: REPLICAOF
 
+    /// REPLICAOF host port replaces every key with the primary's (NO ONE changes none).
+    @Sendable static func replacesEverything(_ argv: [[UInt8]], _ session: Session) -> [KeyRange] {
+        argv.count == 3 && argv[1].isKeyword("NO") && argv[2].isKeyword("ONE") ? [] : [.everything(write: true)]
+    }
+
     static func replicaOf(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
         let engine = call.engine
         if call[1].isKeyword("NO") && call[2].isKeyword("ONE") {
             if engine.replication.isReplica {
-                engine.replication.promote(engine)
+                try engine.persistReplicaof("")
+                engine.replication.promote(engine, recorded: true)
                 engine.logger.notice("MASTER MODE enabled (user request from 'id=\(call.session.id) addr=\(call.session.record.address)')")
             }
             out.simpleString("OK")
@@ -64,7 +70,8 @@ enum ReplicationCommands {
             out.simpleString("OK Already connected to specified master")
             return
         }
-        engine.replication.follow(engine, host: host, port: port)
+        try engine.persistReplicaof("\(host) \(port)")
+        engine.replication.follow(engine, host: host, port: port, recorded: true)
         engine.logger.notice("REPLICAOF \(host):\(port) enabled (user request from 'id=\(call.session.id) addr=\(call.session.record.address)')")
         out.simpleString("OK")
     }
@@ -155,8 +162,10 @@ enum ReplicationCommands {
 }
 
 extension Replication {
-    /// REPLICAOF host port: follow that primary (the server's link does the work).
-    func follow(_ engine: Engine, host: String, port: Int) {
+    /// REPLICAOF host port: follow that primary (the server's link does the work). Unless the
+    /// caller `recorded` it already, the config file's `replicaof` line says so (DurableRole.swift).
+    func follow(_ engine: Engine, host: String, port: Int, recorded: Bool = false) {
+        if !recorded { engine.persistReplicaofLogging("\(host) \(port)") }
         // Under `linkGate`: the link to the previous primary writes nothing after this.
         linkGate.withLock { _ in
             state.withLock { s in
@@ -181,7 +190,9 @@ extension Replication {
     /// REPLICAOF NO ONE: a primary from now on, with a new history id; the old id stays valid
     /// up to the current offset, so the other replicas of the old primary continue partially.
     /// `afterHandOver`: the link already ran the hand-over (the primary's FAILOVER asked).
-    public func promote(_ engine: Engine, afterHandOver: Bool = false) {
+    /// Unless the caller `recorded` it already, the config file's `replicaof` line goes.
+    public func promote(_ engine: Engine, afterHandOver: Bool = false, recorded: Bool = false) {
+        if !recorded { engine.persistReplicaofLogging("") }
         if !afterHandOver && state.withLock({ $0.linkUp }) {
             if requestTakeover() {
                 engine.logger.notice("the primary handed over: every write it acknowledged is here")

@@ -16,6 +16,8 @@ final class LuaState {
     /// "not enough memory".
     static let memoryPerScript = 256 << 20
     private var runsSinceCollect = 0
+    /// Heap growth in one run after which the garbage is collected at once.
+    static let collectAfterGrowth = 16 << 20
 
     init() {
         budget = .allocate(capacity: 1)
@@ -152,7 +154,8 @@ final class LuaState {
         budget.pointee.overBudget = 0
         // A kill leaves the hook firing on every instruction; back to the usual interval.
         cairn_lua_install_hook(L, LuaState.hookInterval)
-        budget.pointee.limit = budget.pointee.used + LuaState.memoryPerScript
+        let usedBefore = budget.pointee.used
+        budget.pointee.limit = usedBefore + LuaState.memoryPerScript
         let status = lua_pcall(L, argumentCount, 1, base + 1)
         budget.pointee.limit = 0
         // A kill (or a stop for a retry) ends with this run: the next starts clean.
@@ -164,7 +167,10 @@ final class LuaState {
             out.error(errorText(status: status, name: run.target.errorName))
         }
         runsSinceCollect += 1
-        if runsSinceCollect >= 50 {
+        // A run that grew the heap a lot (up to its whole budget) leaves mostly garbage:
+        // collected now, the server's periodic trim gives it back to the system, instead of
+        // the process keeping hundreds of megabytes until the 50th run.
+        if runsSinceCollect >= 50 || budget.pointee.used > usedBefore + LuaState.collectAfterGrowth {
             runsSinceCollect = 0
             lua_gc(L, LUA_GCCOLLECT, 0)
         }

@@ -72,6 +72,8 @@ final class ScriptRun {
         "brpoplpush", "blmpop", "bzpopmin", "bzpopmax", "bzmpop", "xread", "xreadgroup", "wait", "replicaof",
         "slaveof", "sync", "psync", "client", "snapshot.create", "snapshot.release", "snapshot.use",
         "snapshot.list", "iter.open", "iter.seek", "iter.next", "iter.prev", "iter.close",
+        // Redis 7's other `noscript` commands: server settings and diagnostics.
+        "config", "acl", "debug", "failover", "latency", "slowlog", "bgsave", "save", "replconf",
     ]
 
     /// Runs one `redis.call`/`redis.pcall` and returns its reply (an error reply for a refusal).

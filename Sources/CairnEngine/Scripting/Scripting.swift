@@ -45,7 +45,7 @@ final class Scripting: @unchecked Sendable {
     }
 
     static func sha1(_ bytes: [UInt8]) -> String {
-        Insecure.SHA1.hash(data: bytes).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        Insecure.SHA1.hash(data: bytes).map { String($0, radix: 16).leftPadded(2) }.joined()
     }
 
     // MARK: cache
@@ -260,10 +260,4 @@ extension Engine {
     /// Stops the running script, if any, dropping its staged writes; scripts started later
     /// commit nothing. The server calls this when it begins shutting down.
     public func stopScripts() { scripting.stopForShutdown() }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
 }
