@@ -37,24 +37,19 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
     ],
     targets: [
-        // RocksDB's C API from Debian's librocksdb-dev; nothing but a modulemap and a header.
-        // It names no library to link: Rocks links the static archive (see there).
-        .systemLibrary(
-            name: "CRocksDB",
-            providers: [.apt(["librocksdb-dev", "libsnappy-dev", "zlib1g-dev"])]
-        ),
+        // RocksDB's C API: a modulemap and a header. On Linux, the release build of Debian's
+        // RocksDB source that scripts/lib/native.sh makes once per machine (cairn-rocksdb.pc):
+        // a static archive, so RocksDB's thread-local reads and its calls between its own
+        // functions are direct, not through __tls_get_addr and the PLT; the compression
+        // libraries stay shared. Elsewhere, the system's shared library (see Rocks).
+        .systemLibrary(name: "CRocksDB", pkgConfig: "cairn-rocksdb"),
         // A pthread Mutex that ThreadSanitizer can see, for `-DCAIRN_TSAN` builds (scripts/sanitize
         // thread); empty otherwise. No dependencies.
         .target(name: "CairnSync", swiftSettings: serverSettings),
-        // On Linux, Debian's librocksdb.a, not its shared library: inside the executable,
-        // RocksDB's thread-local variables (read on every memtable key comparison) and its calls
-        // between its own exported functions are direct, not through __tls_get_addr and the PLT:
-        // 5-8% fewer instructions per request (docs/performance.md, "RocksDB linked statically").
-        // The compression libraries it was built with stay shared. Elsewhere, the shared library.
+        // Links RocksDB through CRocksDB's pkg-config file on Linux; on macOS, the shared library.
         .target(
             name: "Rocks", dependencies: ["CRocksDB", "CairnSync"], swiftSettings: strictSettings,
             linkerSettings: [.linkedLibrary("rocksdb", .when(platforms: [.macOS]))]
-                + [":librocksdb.a", "snappy", "lz4", "zstd", "bz2", "z", "stdc++", "m"].map { .linkedLibrary($0, .when(platforms: [.linux])) }
         ),
         .target(name: "RESP", swiftSettings: strictSettings),
         // The client runs on SwiftNIO event loops; it depends on nothing else of the package but RESP.

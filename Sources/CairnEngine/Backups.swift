@@ -284,7 +284,7 @@ extension Engine {
         let old = database
         do {
             try storage("closing the database for restore") {
-                try syncWALOrdered()
+                try syncWALOrFail()
                 try old.close()
             }
         } catch {

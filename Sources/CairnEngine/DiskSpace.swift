@@ -8,35 +8,34 @@ import Glibc
 /// Disk-full mode: writes stop while the data disk has less than `min-free-disk` free, before
 /// RocksDB itself runs out, and start again on their own once space returns. Reads keep working.
 ///
-/// Why stop early rather than let RocksDB fail: Debian's librocksdb is built with assertions on,
-/// and once a WAL append fails with ENOSPC, any later use of that WAL file (a sync, a flush of
-/// its buffer, closing the database) aborts the process
-/// (`WritableFileWriter::AssertFalseAndGetStatusForPrevError`). So the engine keeps RocksDB away
-/// from a full disk: the server calls `poll(_:)` every 100 ms, which measures free space with
-/// `statvfs` (cheap), and every write is admitted against that figure minus the bytes admitted
-/// since (`admit(_:)`), so a burst of writes between two polls cannot overshoot the reserve.
-/// (RocksDB's own LOG file gets fatal messages only, see `Engine.databaseOptions`.)
-/// The reserve leaves room for what RocksDB writes after writes stop: flushing the memtables,
-/// a new WAL file, the MANIFEST. Compactions write their output before deleting their input,
-/// so the bytes RocksDB estimates its pending compactions will rewrite
-/// (`rocksdb.estimate-pending-compaction-bytes`, all families) are kept free on top while a
-/// compaction runs; RocksDB lowers that estimate as soon as it picks a compaction, so the
-/// estimate from before it started is held until none runs.
+/// Why stop early rather than let RocksDB fail: a write RocksDB cannot append stops the whole
+/// database (its background error), and its own recovery from running out of space needs an
+/// SstFileManager, which the C API does not offer; kept away from a full disk, RocksDB still has
+/// room to flush its memtables and finish compactions, and a client gets a clear error. The
+/// server calls `poll(_:)` every 100 ms, which measures free space with `statvfs` (cheap), and
+/// every write is admitted against that figure minus the bytes admitted since (`admit(_:)`), so
+/// a burst of writes between two polls cannot overshoot the reserve. The reserve leaves room
+/// for what RocksDB writes after writes stop: flushing the memtables, a new WAL file, the
+/// MANIFEST. Compactions write their output before deleting their input, so the bytes RocksDB
+/// estimates its pending compactions will rewrite (`rocksdb.estimate-pending-compaction-bytes`,
+/// all families) are kept free on top while a compaction runs; RocksDB lowers that estimate as
+/// soon as it picks a compaction, so the estimate from before it started is held until none runs.
 ///
 /// If RocksDB reports an I/O error anyway (say a compaction ate the reserve), the engine is
-/// *faulted*: writes are refused, and nothing that may touch a failed WAL runs (WAL syncs,
-/// memtable flushes for backups or COMPACT, closing the database at shutdown). RocksDB recovers
-/// from a no-space error by itself once there is room (its SstFileManager retries the flush and
-/// switches to a fresh WAL); `poll(_:)` then probes with an empty write batch, which RocksDB
-/// answers with its background error until it has recovered. RocksDB gives up when its
-/// recovery attempt itself finds no space (the 7.8 C API has no `Resume`), so when the probe
-/// still fails 10 s after space returned, the engine closes and reopens the database instead.
-/// All this only when table files failed: after a failed WAL or MANIFEST append, writing,
-/// syncing or closing may abort, so writes stay refused until a restart (which replays the WAL).
+/// *faulted*: writes are refused, and so are the commands that would flush memtables (backups,
+/// COMPACT). Once there is room again, `poll(_:)` probes with an empty write batch, which RocksDB
+/// answers with its background error until it has recovered; when the probe still fails 10 s
+/// after space returned, the engine closes and reopens the database (the reopen replays the WAL,
+/// so nothing acknowledged is lost).
 ///
 /// A start on a disk with less than the reserve free opens the database read-only (writing
-/// would replay the WAL into new table files and start a new WAL); once space returns,
-/// `poll(_:)` has the server pause clients and reopens it for writing (`reopenForWriting`).
+/// would replay the WAL into new table files and start a new WAL), so reads are served; once
+/// space returns, `poll(_:)` has the server pause clients and reopens it for writing
+/// (`reopenForWriting`).
+///
+/// A reserve larger than a quarter of the whole disk is capped there (said at start and in INFO
+/// as `disk_reserve_capped`): the default, twice `write-buffer-size` plus 8 MiB, is more than a
+/// small disk holds, and a server that starts, answers reads and never takes a write helps no one.
 public final class DiskGuard: Sendable {
     /// The free-space figure `admit` works against: the last `statvfs`, minus bytes admitted since.
     private let estimatedFree = Atomic<Int>(.max)
@@ -48,13 +47,8 @@ public final class DiskGuard: Sendable {
     private let faulted = Atomic<Bool>(false)
     /// The largest pending-compaction estimate since no compaction was running.
     private let compactionPeak = Atomic<Int>(0)
-    /// A failed write was not to a table file (a WAL or MANIFEST append): nothing may write,
-    /// sync or close the database until a restart.
-    private let closeUnsafe = Atomic<Bool>(false)
     /// When space was first back while RocksDB still refused the probe (milliseconds; 0: not).
     private let probeFailingSince = Atomic<Int64>(0)
-    /// The "waits for a restart" error was logged.
-    private let stuckLogged = Atomic<Bool>(false)
     /// The database is open read-only because the disk was full at start.
     private let readOnly = Atomic<Bool>(false)
     /// When the last reopen for writing was started (milliseconds), so a failing one is
@@ -67,9 +61,26 @@ public final class DiskGuard: Sendable {
 
     /// The reserve `min-free-disk` asks for: its value, or when 0 (the default) twice
     /// `write-buffer-size` (a memtable being flushed and the next one) plus 8 MiB (a new WAL
-    /// file's preallocation, MANIFEST, OPTIONS and log files).
+    /// file's preallocation, MANIFEST, OPTIONS and log files); at most a quarter of the disk
+    /// holding `c.dir` (see the type's comment).
     public static func reserve(for c: Configuration) -> Int {
-        c.minFreeDisk > 0 ? c.minFreeDisk : 2 * c.writeBufferSize + 8 * 1024 * 1024
+        let asked = c.minFreeDisk > 0 ? c.minFreeDisk : 2 * c.writeBufferSize + 8 * 1024 * 1024
+        guard let total = totalBytes(at: c.dir) else { return asked }
+        return min(asked, total / 4)
+    }
+
+    /// Whether `reserve(for:)` is less than `min-free-disk` asks for.
+    public static func reserveIsCapped(for c: Configuration) -> Bool {
+        let asked = c.minFreeDisk > 0 ? c.minFreeDisk : 2 * c.writeBufferSize + 8 * 1024 * 1024
+        return reserve(for: c) < asked
+    }
+
+    /// The size of the file system holding `path`, or nil.
+    static func totalBytes(at path: String) -> Int? {
+        var st = statvfs()
+        guard statvfs(path, &st) == 0 else { return nil }
+        let (bytes, overflow) = Int(st.f_blocks).multipliedReportingOverflow(by: Int(st.f_frsize))
+        return overflow ? .max : bytes
     }
 
     /// Free bytes for an unprivileged writer on the file system holding `path`, or nil.
@@ -117,8 +128,6 @@ public final class DiskGuard: Sendable {
     /// Notes a failed storage call: RocksDB ran out of space (or failed to write) after all.
     func noteFailure(_ error: StorageError, engine: Engine) {
         guard error.code == .noSpace || error.code == .ioError else { return }
-        // RocksDB names the file it failed to write; only table files can be abandoned safely.
-        if !error.message.contains(".sst") { closeUnsafe.store(true, ordering: .relaxed) }
         if !faulted.exchange(true, ordering: .relaxed) {
             engine.logger.error("disk-full mode: RocksDB reported \(error); writes are refused and WAL syncs paused until it recovers")
         }
@@ -143,15 +152,6 @@ public final class DiskGuard: Sendable {
         if free < reserve { enterFull(engine, free: free) }
         if readOnly.load(ordering: .relaxed) {
             if free >= reserve + reserve / 8 { reopen(engine, why: "space returned on the data disk") }
-            return
-        }
-        // After a failed WAL or MANIFEST append nothing may write or close: RocksDB 7.8's own
-        // recovery can clear its error and keep the failed WAL (when every memtable is empty),
-        // and the next append to it aborts. A restart replays the WAL.
-        if faulted.load(ordering: .relaxed) && closeUnsafe.load(ordering: .relaxed) {
-            if free >= reserve && !stuckLogged.exchange(true, ordering: .relaxed) {
-                engine.logger.error("space is back, but RocksDB failed to append to its WAL or MANIFEST and cannot safely write again in this process: writes stay refused until cairnd restarts (a restart replays the WAL; nothing acknowledged is lost)")
-            }
             return
         }
         // A stopped RocksDB keeps its WALs until a flush succeeds, so the disk may stay below
@@ -185,9 +185,7 @@ public final class DiskGuard: Sendable {
                 guard engine.reopenForWriting(sessions: sessions, why: why) else { return }
                 self.readOnly.store(false, ordering: .relaxed)
                 self.faulted.store(false, ordering: .relaxed)
-                self.closeUnsafe.store(false, ordering: .relaxed)
                 self.probeFailingSince.store(0, ordering: .relaxed)
-                self.stuckLogged.store(false, ordering: .relaxed)
             }
             if let hooks = engine.hooks { hooks.withClientsPaused(body) } else { body([]) }
         }
@@ -202,9 +200,7 @@ public final class DiskGuard: Sendable {
             return false
         }
         faulted.store(false, ordering: .relaxed)
-        closeUnsafe.store(false, ordering: .relaxed)
         probeFailingSince.store(0, ordering: .relaxed)
-        stuckLogged.store(false, ordering: .relaxed)
         engine.logger.notice("RocksDB recovered from its write error")
         return true
     }
@@ -215,12 +211,14 @@ public final class DiskGuard: Sendable {
         engine.logger.warning("disk-full mode: \(free / 1_048_576) MiB free on the data disk, below the \(reserve / 1_048_576) MiB kept free (min-free-disk plus pending compactions); writes are refused, reads still work")
     }
 
-    /// INFO lines: `disk_full`, `disk_free_bytes` (at the last poll), `disk_reserve_bytes` (kept free).
-    func infoLines() -> [(String, String)] {
+    /// INFO lines: `disk_full`, `disk_free_bytes` (at the last poll), `disk_reserve_bytes` (kept
+    /// free), `disk_reserve_capped` (1 when min-free-disk was more than a quarter of the disk).
+    func infoLines(_ c: Configuration) -> [(String, String)] {
         [
             ("disk_full", refusesWrites ? "1" : "0"),
             ("disk_free_bytes", String(measuredFree.load(ordering: .relaxed))),
             ("disk_reserve_bytes", String(reserve.load(ordering: .relaxed))),
+            ("disk_reserve_capped", DiskGuard.reserveIsCapped(for: c) ? "1" : "0"),
         ]
     }
 }

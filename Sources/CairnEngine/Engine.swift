@@ -99,6 +99,9 @@ public final class Engine: @unchecked Sendable {
         self.defaultFamily = defaultFamily
         walKept.store(Replication.keepsWAL(dir: configuration.dir, configuration: configuration), ordering: .relaxed)
         if readOnly { diskGuard.openedReadOnly() }
+        if DiskGuard.reserveIsCapped(for: configuration) {
+            logger.warning("min-free-disk (or its default, twice write-buffer-size plus 8 MiB) is more than a quarter of the data disk: keeping \(DiskGuard.reserve(for: configuration) / 1_048_576) MiB free instead; set min-free-disk and write-buffer-size for a disk this small")
+        }
         diskGuard.poll(self)
         Replication.removeLeftoverCheckpoints(in: configuration.dir)
         let role: Replication.Role
@@ -127,10 +130,6 @@ public final class Engine: @unchecked Sendable {
         o.maxOpenFiles = Int32(clamping: c.maxOpenFiles)
         o.memtableBloomRatio = c.memtableBloomRatio
         o.dataBlockHashRatio = c.dataBlockHashRatio
-        // RocksDB's LOG file sits on the data disk: once an append to it fails with ENOSPC, the
-        // next line logged (RocksDB logs its own disk-full error) aborts Debian's librocksdb
-        // (assertions on). Only fatal messages go there; Cairn's log says what happened.
-        o.infoLogLevel = .fatal
         return o
     }
 
@@ -186,53 +185,34 @@ public final class Engine: @unchecked Sendable {
     static let hiddenFamilyNames: Set<String> = [metaFamilyName, membersFamilyName]
 
     /// Closes the database. The server calls this at shutdown, after the last command ran.
-    ///
-    /// After RocksDB reported a write error it has not recovered from, the database is left
-    /// open instead: syncing or closing a WAL whose append failed aborts the process in
-    /// Debian's librocksdb (assertions on). Every acknowledged write is in the WAL file already,
+    /// The WAL is synced first; when that fails (RocksDB has a write error it has not recovered
+    /// from) the database is closed all the same: every acknowledged write is in the WAL file,
     /// and the next start replays it.
     public func close() throws {
         backups.close()
         keyspaceCount.forget()
-        if diskGuard.isReadOnly {
-            try database.close()
-            return
-        }
-        if diskGuard.isFaulted {
-            logger.warning("leaving the database unclosed: RocksDB has not recovered from its write error; the next start replays the WAL")
-            return
-        }
-        do {
-            try syncWALOrdered()
-            // Synced: the next start may continue this history (Replication.load).
-            replication.save(dir: configuration.dir, cleanAt: database.latestSequenceNumber)
-        } catch where diskGuard.isFaulted {
-            // A flush or compaction ran out of space while we were stopping (the sync reports
-            // RocksDB's background error): as above.
-            logger.warning("leaving the database unclosed: RocksDB hit a write error while stopping (\(error)); the next start replays the WAL")
-            return
+        if !diskGuard.isReadOnly {
+            do {
+                try syncWALOrFail()
+                // Synced: the next start may continue this history (Replication.load).
+                replication.save(dir: configuration.dir, cleanAt: database.latestSequenceNumber)
+            } catch {
+                logger.warning("the WAL could not be synced while stopping (\(error)); the next start replays it")
+            }
         }
         try database.close()
     }
 
     /// Syncs the WAL (the `everysec` timer calls this once a second, the group commit of
     /// `always` whenever writes wait): every write that returned before the call is durable
-    /// after it. False when the sync failed (logged), or was not tried because RocksDB has a
-    /// write error (`DiskGuard.isFaulted`): its WAL may be unusable.
-    ///
-    /// The WAL files are synced beside the write queue (`Database.syncWALFiles`), so writers
-    /// do not wait for the disk. If that fails, the sync write in the queue is tried, which
-    /// reports RocksDB's own error and lets `DiskGuard` see it.
+    /// after it. RocksDB syncs the WAL files beside its write queue, so writers do not wait for
+    /// the disk. False when the sync failed (logged, and noted by `DiskGuard`), or was not
+    /// tried because the database is open read-only.
     @discardableResult
     public func syncWAL() -> Bool {
-        if diskGuard.isFaulted || diskGuard.isReadOnly { return false }
+        if diskGuard.isReadOnly { return false }
         do {
-            do {
-                try database.syncWALFiles()
-            } catch {
-                logger.warning("syncing the WAL files failed (\(error)); syncing through RocksDB's write queue")
-                try syncWALOrdered()
-            }
+            try syncWALOrFail()
             stats.walSyncs.increment()
             return true
         } catch {
@@ -241,16 +221,11 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
-    /// Syncs the WAL with a sync write of an empty batch rather than `rocksdb_flush_wal`.
-    ///
-    /// `FlushWAL(sync)` fsyncs beside the write queue: when a concurrent append has just failed
-    /// (disk full), it syncs the failed WAL file, which aborts Debian's librocksdb (built with
-    /// assertions). A sync write waits its turn in the write queue, so it comes after any
-    /// failed append, and RocksDB answers it with its background error instead of touching
-    /// that file. A sync write syncs every earlier write's WAL records too.
-    func syncWALOrdered() throws {
+    /// `syncWAL` that throws, for a caller that must stop on a failure (a restore closing the
+    /// database, shutdown).
+    func syncWALOrFail() throws {
         do {
-            try database.write(WriteBatch(), options: WriteOptions(sync: true))
+            try database.flushWAL(sync: true)
         } catch let error as StorageError {
             diskGuard.noteFailure(error, engine: self)
             throw error

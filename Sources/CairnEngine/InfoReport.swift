@@ -107,7 +107,7 @@ enum InfoReport {
                 ("wal_syncs", String(stats.walSyncs.value)),
                 ("piecewise_writes", String(stats.piecewiseWrites.value)),
                 ("backup_dir", config.resolvedBackupDir),
-            ] + engine.backups.infoLines(engine) + engine.diskGuard.infoLines()
+            ] + engine.backups.infoLines(engine) + engine.diskGuard.infoLines(engine.configuration)
         case "stats":
             let rates = stats.instantaneous
             return [

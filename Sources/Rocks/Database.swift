@@ -39,7 +39,6 @@ public final class Database: KeyValueReader, @unchecked Sendable {
     private let cache: OpaquePointer?
     private let readDefault: OpaquePointer
     private let writeOptionsCache: [WriteOptions: OpaquePointer]
-    private let walFileSync: WALFileSync
 
     struct OwnedObjects {
         var options: [OpaquePointer] = []
@@ -64,7 +63,6 @@ public final class Database: KeyValueReader, @unchecked Sendable {
     private init(path: String, options: DatabaseOptions, familyOptions: @escaping @Sendable (String) -> ColumnFamilyOptions) throws {
         self.path = path
         self.options = options
-        self.walFileSync = WALFileSync(directory: path)
         self.familyOptions = familyOptions
         let cache = options.blockCacheBytes > 0 ? rocksdb_cache_create_lru(options.blockCacheBytes) : nil
         self.cache = cache
@@ -161,6 +159,8 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         rocksdb_options_increase_parallelism(opts, Int32(o.backgroundJobs))
         rocksdb_options_set_max_background_jobs(opts, Int32(o.backgroundJobs))
         rocksdb_options_set_info_log_level(opts, o.infoLogLevel.rawValue)
+        rocksdb_options_set_max_log_file_size(opts, o.maxLogFileBytes)
+        rocksdb_options_set_keep_log_file_num(opts, o.keepLogFiles)
         rocksdb_options_set_bytes_per_sync(opts, o.bytesPerSync)
         rocksdb_options_set_level_compaction_dynamic_level_bytes(opts, o.levelCompactionDynamicLevelBytes ? 1 : 0)
         rocksdb_options_set_write_buffer_size(opts, f.writeBufferBytes ?? o.writeBufferBytes)
@@ -454,18 +454,12 @@ public final class Database: KeyValueReader, @unchecked Sendable {
         try rocksCall { err in rocksdb_flush_cf(raw, fo, cf, err) }
     }
 
-    /// Writes the WAL buffer to the file, and fsyncs it when `sync`.
+    /// Writes the WAL buffer to the file, and fsyncs it when `sync`: every write that returned
+    /// before the call is durable after it. RocksDB syncs the WAL files beside its write queue
+    /// (`DB::SyncWAL`), so writers go on while the disk syncs.
     public func flushWAL(sync: Bool) throws {
         try ensureOpen()
         try rocksCall { err in rocksdb_flush_wal(raw, sync ? 1 : 0, err) }
-    }
-
-    /// Makes every write that returned before this call durable, without waiting in the write
-    /// queue (`WALFileSync`): writers go on while the disk syncs.
-    @discardableResult
-    public func syncWALFiles() throws -> WALFileSync.Report {
-        try ensureOpen()
-        return try walFileSync.sync()
     }
 
     /// Compacts `[from, to]` (nil = unbounded) of the family, synchronously.

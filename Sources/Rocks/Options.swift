@@ -51,6 +51,10 @@ public struct DatabaseOptions: Sendable {
     /// The least severe message RocksDB writes to its `LOG` file in the database directory.
     /// Default `.info` (RocksDB's own default).
     public var infoLogLevel: InfoLogLevel = .info
+    /// `LOG` is rotated at this size (0: never), and `keepLogFiles` of the old ones are kept,
+    /// so RocksDB's log never takes more than their product on the data disk.
+    public var maxLogFileBytes = 8 << 20
+    public var keepLogFiles = 4
     public var blockSize = 16 << 10
     /// Share of each memtable given to a bloom filter over whole keys; 0 disables. A point
     /// lookup of a key the memtable lacks (a miss, or a key already flushed to a table file)

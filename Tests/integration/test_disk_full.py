@@ -343,3 +343,20 @@ def test_disk_filled_by_another_process(tmpfs_dir):
             assert srv.stop(signal.SIGTERM, timeout=30) == 0
     finally:
         srv.cleanup()
+
+
+def test_a_reserve_larger_than_the_disk_is_capped_and_said(tmpfs_dir):
+    # The default reserve (twice the 64 MiB write buffer plus 8 MiB) is more than this 64 MiB
+    # disk: the server keeps a quarter of it free instead, says so, and takes writes.
+    srv = Cairnd(["--dir", os.path.join(tmpfs_dir, "data")])
+    try:
+        r = srv.client()
+        info = r.info("persistence") | r.info("all")
+        assert info["disk_reserve_capped"] == 1
+        assert info["disk_reserve_bytes"] <= 16 * 1024 * 1024
+        assert info["disk_full"] == 0
+        assert r.set("k", "v") and r.get("k") == b"v"
+        log = open(os.path.join(srv.directory, "cairnd.log")).read()
+        assert "more than a quarter of the data disk" in log
+    finally:
+        srv.cleanup()

@@ -19,8 +19,9 @@ cairn_install_build_deps() {
         echo "swift is not on PATH; install the Swift 6 toolchain (https://www.swift.org/install/)" >&2
         exit 1
     fi
-    cairn_apt_install librocksdb-dev libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev libedit-dev lua-cjson-dev lua-bitop-dev pkg-config
-    # Lua is built from Debian's source with Cairn's patch, once per machine (native.sh).
+    cairn_apt_install libsnappy-dev zlib1g-dev liblz4-dev libzstd-dev libbz2-dev libedit-dev lua-cjson-dev lua-bitop-dev pkg-config
+    # RocksDB (release) and Lua are built from Debian's sources, once per machine (native.sh).
+    cairn_build_rocksdb
     cairn_build_lua
 }
 
