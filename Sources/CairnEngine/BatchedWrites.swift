@@ -6,6 +6,15 @@ public import RESP
 /// all committed as one write batch under the locks of all their keys. A client pipelining 16
 /// HSETs costs one RocksDB write instead of 16, fifty clients each sending one cost one too, and
 /// no rule exists twice: the handlers are the ones a request run alone uses.
+extension Command {
+    /// `commands` with their writes batched (`Grouping.batched`), except those whose work
+    /// grows with their collections (`Command.work`): those run alone, so that a big one can
+    /// run off the worker (LongWork.swift) rather than inside a poller round's batch.
+    static func batchingWrites(_ commands: [Command]) -> [Command] {
+        commands.map { $0.flags.contains(.write) && $0.work == nil ? $0.grouped { _, _ in .batched } : $0 }
+    }
+}
+
 extension Engine {
     /// Requests of one connection batched together at most (the server's group limit).
     public static let maxBatched = 256

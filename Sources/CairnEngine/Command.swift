@@ -20,6 +20,7 @@ public struct Command: Sendable {
         var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? = nil
         var movableKeys: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
         var keyRanges: (@Sendable ([[UInt8]], Session) -> [KeyRange])? = nil
+        var work: (@Sendable (Command, Call) throws(CommandError) -> UInt64)? = nil
         var delta: (@Sendable (Call) throws(CommandError) -> Int64)? = nil
 
         init(
@@ -47,6 +48,7 @@ public struct Command: Sendable {
             c.grouping = grouping
             c.movableKeys = movableKeys
             c.keyRanges = keyRanges
+            c.work = work
             c.delta = delta
             return c
         }
@@ -150,6 +152,18 @@ public struct Command: Sendable {
     /// This command reaching every key, for reading or, when `write`, changing them.
     func reachingEverything(write: Bool) -> Command {
         reaching { _, _ in [.everything(write: write)] }
+    }
+
+    /// For a command whose work grows with the collections it touches: about how many members
+    /// a request will read or write, measured before it runs (LongWork.swift). Past
+    /// `Engine.longWorkMembers` it runs off the worker.
+    var work: (@Sendable (Command, Call) throws(CommandError) -> UInt64)? { storage.work }
+
+    /// This command with its work measured by `measure` (see `work`).
+    func measuringWork(_ measure: @escaping @Sendable (Command, Call) throws(CommandError) -> UInt64) -> Command {
+        var copy = self
+        copy.unique().work = measure
+        return copy
     }
 
     /// For a counter command (INCR, DECR, INCRBY, DECRBY): its delta, from the request. The

@@ -146,6 +146,11 @@ public final class Engine: @unchecked Sendable {
             if let liveness { o.compactionFilterFactory = MembersCompactionFilterFactory(liveness: liveness) }
             return o
         }
+        if name == metaFamilyName {
+            // Its records are Cairn's own (no value header to expire); stale `moved` records go.
+            if let liveness { o.compactionFilterFactory = MovedRecordsFilterFactory(liveness: liveness) }
+            return o
+        }
         o.mergeOperator = EngineMergeOperator()
         // APPEND and MERGE write operands; a key appended to many times would otherwise make
         // every read (and APPEND's own length check) fold all of them.
@@ -166,7 +171,8 @@ public final class Engine: @unchecked Sendable {
         }
         let liveness = CollectionLiveness()
         let db = try openWithRecordedOptions(dir: c.dir, options: options) { familyOptions($0, stats: stats, liveness: liveness) }
-        let meta = try db.family(named: metaFamilyName) ?? db.createFamily(named: metaFamilyName)
+        let meta = try db.family(named: metaFamilyName)
+            ?? db.createFamily(named: metaFamilyName, options: familyOptions(metaFamilyName, liveness: liveness))
         let members = try db.family(named: membersFamilyName)
             ?? db.createFamily(named: membersFamilyName, options: familyOptions(membersFamilyName, liveness: liveness))
         liveness.attach(db)
@@ -478,9 +484,24 @@ public final class Engine: @unchecked Sendable {
         if locks.hasClaims && session.transaction == nil && !session.holdsKeyLocks {
             locks.awaitClaims(on: command.keys(in: argv), in: session.family)
         }
-        let started = MonotonicClock.nanoseconds()
         let call = Call(engine: self, session: session, argv: argv, name: command.name)
         if command.flags.contains(.write) { session.outcome.wroteToWAL = true }
+        if runsLong(command, call) {
+            // Off the worker (LongWork.swift): the same handler, later, on another thread.
+            session.outcome.runsInBackground = true
+            session.outcome.deferred = { [self] w in
+                session.runsLong = true
+                defer { session.runsLong = false }
+                runHandler(command, Call(engine: self, session: session, argv: argv, name: command.name), &w)
+            }
+            return
+        }
+        runHandler(command, call, &out)
+    }
+
+    /// Runs the handler and reports what the request cost (`completed`).
+    private func runHandler(_ command: Command, _ call: Call, _ out: inout RESPWriter) {
+        let started = MonotonicClock.nanoseconds()
         var failed = 0
         do {
             try command.handler(call, &out)
@@ -488,7 +509,7 @@ public final class Engine: @unchecked Sendable {
             failed = 1
             reply(error, to: &out)
         }
-        completed(command, CollectionOfOne(argv), session: session, nanoseconds: MonotonicClock.nanoseconds() - started, failed: failed)
+        completed(command, CollectionOfOne(call.argv), session: call.session, nanoseconds: MonotonicClock.nanoseconds() - started, failed: failed)
     }
 
     func reply(_ error: CommandError, to out: inout RESPWriter) {

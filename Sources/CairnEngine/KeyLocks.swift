@@ -251,6 +251,11 @@ final class KeyLocks: @unchecked Sendable {
         try withStripes(Array(0..<count), keys: nil, body)
     }
 
+    /// Runs `body` claiming `keys`, however few (a long collection command: LongWork.swift).
+    func claiming<R, E: Error>(_ keys: [(key: [UInt8], family: Family)], _ body: () throws(E) -> R) throws(E) -> R {
+        try withClaim(keys, body)
+    }
+
     /// Claims `keys` for `body` (see the type's comment): waits for the writers in flight,
     /// registers the keys, runs `body` holding no stripe, then moves the versions of the
     /// stripes it changed.

@@ -33,6 +33,8 @@ extension Call {
         if session.transaction != nil || session.holdsKeyLocks { return try body() }
         session.holdsKeyLocks = true
         defer { session.holdsKeyLocks = false }
+        // Running long, the keys are claimed: no stripe held, so no other key waits (LongWork.swift).
+        if session.runsLong { return try engine.locks.claiming(keys.map { ($0, family) }, body) }
         return try engine.locks.withLocks(keys, in: family, body)
     }
 

@@ -35,8 +35,11 @@ extension Engine {
     static let pendingWritePrefix = Array("pending-write:".utf8)
 
     /// Writes `batch`: in pieces behind a journal entry when it is big and its keys are
-    /// claimed (the calling thread commits under a claim), else as one write.
-    func writeClaimed(_ batch: borrowing WriteBatch, options: WriteOptions) throws {
+    /// claimed (the calling thread commits under a claim), else as one write. `journaled`
+    /// false: the batch's last record alone makes the rest visible (new collections' members,
+    /// then their metadata: LongWork.swift), so a crash between pieces leaves only entries no
+    /// key reaches, which the members family's compaction filter drops; no journal is needed.
+    func writeClaimed(_ batch: borrowing WriteBatch, options: WriteOptions, journaled: Bool = true) throws {
         guard batch.count >= Engine.piecewiseEntries, locks.holdsClaim,
               let meta = database.family(named: Engine.metaFamilyName)
         else {
@@ -46,6 +49,13 @@ extension Engine {
         let data = batch.data
         guard let pieces = LargeWrite.pieces(of: data, entries: Engine.pieceEntries), pieces.count > 1 else {
             try database.write(batch, options: options)
+            return
+        }
+        guard journaled else {
+            let unsynced = WriteOptions(sync: false, noSlowdown: options.noSlowdown)
+            for piece in pieces.dropLast() { try database.write(serializedBatch: piece, options: unsynced) }
+            try database.write(serializedBatch: pieces[pieces.count - 1], options: options)
+            stats.piecewiseWrites.increment()
             return
         }
         // Unique even for two big writes (of different keys) that start at the same sequence.

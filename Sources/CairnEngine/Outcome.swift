@@ -15,6 +15,9 @@ public struct Outcome: Sendable {
     /// Slow work (a backup, WAIT) to run off the connection's queue; it writes the reply, and
     /// the client's later requests wait for it.
     public var deferred: DeferredReply? = nil
+    /// The deferred work is a big collection command's (LongWork.swift): CPU for seconds,
+    /// which the server runs below its workers' priority.
+    public var runsInBackground = false
     /// A blocking pop that found nothing: park the client until it is served or its wait ends.
     public var blocked: BlockRequest? = nil
     /// PSYNC accepted: once the replies before it are sent, the socket belongs to a replica feeder.
@@ -34,7 +37,10 @@ public struct Outcome: Sendable {
         wroteToWAL = wroteToWAL || later.wroteToWAL
         closeAfterReply = closeAfterReply || later.closeAfterReply
         startsMonitoring = startsMonitoring || later.startsMonitoring
-        deferred = deferred ?? later.deferred
+        if deferred == nil {
+            deferred = later.deferred
+            runsInBackground = later.runsInBackground
+        }
         blocked = blocked ?? later.blocked
         replicaHandOff = replicaHandOff ?? later.replicaHandOff
     }

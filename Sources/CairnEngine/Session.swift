@@ -55,6 +55,9 @@ public final class Session: @unchecked Sendable {
     var watched: [WatchedKey] = []
     /// True while a command holds key locks (they are not re-entrant).
     var holdsKeyLocks = false
+    /// The request runs off the worker because its work is big (LongWork.swift): its key locks
+    /// are claims, and its writes go in pieces.
+    var runsLong = false
     /// The EXEC being run, whose writes are staged in one batch.
     var transaction: Transaction? = nil
     /// Snapshots this connection made, by id; released when it closes.

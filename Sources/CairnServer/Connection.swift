@@ -177,7 +177,7 @@ final class Connection: @unchecked Sendable {
         if let work = outcome.deferred {
             ran.waits = .deferred
             machine.ran(ran, from: replyStart)
-            startDeferred(work)
+            startDeferred(work, inBackground: outcome.runsInBackground)
         } else if let request = outcome.blocked {
             ran.waits = .parked
             machine.ran(ran, from: replyStart)
@@ -198,12 +198,21 @@ final class Connection: @unchecked Sendable {
         drive()
     }
 
-    /// The worker ran the collection writes this connection staged: append their replies and go on.
+    /// The worker ran the collection writes this connection staged: append their replies and go
+    /// on. A request that ran alone may have left its work to run off the worker (a big
+    /// collection: `Outcome.deferred`); its reply comes when that is done.
     func stagedBatchDone(_ reply: [UInt8], _ outcome: Outcome) {
         guard !closed else { return }
         let start = machine.position
         machine.output.bytes.append(contentsOf: reply)
-        machine.stagedWritesDone(.init(holdsForSync: outcome.wroteToWAL && worker.engine.repliesWaitForSync), from: start)
+        var ran = ConnectionStateMachine.Ran(holdsForSync: outcome.wroteToWAL && worker.engine.repliesWaitForSync)
+        if let work = outcome.deferred {
+            ran.waits = .deferred
+            machine.stagedWritesDone(ran, from: start)
+            startDeferred(work, inBackground: outcome.runsInBackground)
+        } else {
+            machine.stagedWritesDone(ran, from: start)
+        }
         drive()
     }
 
@@ -215,15 +224,18 @@ final class Connection: @unchecked Sendable {
         drive()
     }
 
-    private func startDeferred(_ work: @escaping Outcome.DeferredReply) {
+    /// Runs deferred work off the worker: on Dispatch's pool, or for a big collection command
+    /// on the server's lower-priority threads (`BackgroundThreads`).
+    private func startDeferred(_ work: @escaping Outcome.DeferredReply, inBackground: Bool = false) {
         let version = session.protocolVersion
         let worker = worker
-        DispatchQueue.global(qos: .utility).async { [self] in
+        let job: @Sendable () -> Void = { [self] in
             var reply = RESPWriter(version: version, capacity: 256)
             work(&reply)
             let bytes = reply.bytes
             worker.post { self.finishDeferred(bytes, Outcome()) }
         }
+        if inBackground { worker.background.run(job) } else { DispatchQueue.global(qos: .utility).async(execute: job) }
     }
 
     /// Runs a request that would hold up the worker (`Engine.Route.long`) on the server's long

@@ -39,6 +39,8 @@ public final class Server: ServerHooks, @unchecked Sendable {
     private let sweepQueue = DispatchQueue(label: "cairn.expiry", qos: .utility)
     /// Runs requests that would hold up a worker (`Engine.Route.long`), one at a time.
     private let longQueue = DispatchQueue(label: "cairn.long", qos: .userInitiated)
+    /// Runs big collection commands below the workers' priority (one thread per core).
+    private let background = BackgroundThreads(count: AvailableCores.count)
     private let nextWorker = Atomic<Int>(0)
     private let shuttingDown = Atomic<Bool>(false)
     /// Held by `withClientsPaused` for the whole pause.
@@ -64,7 +66,7 @@ public final class Server: ServerHooks, @unchecked Sendable {
         let groupCommit = GroupCommit(engine: engine)
         var built: [Worker] = []
         for i in 0..<count {
-            built.append(Worker(index: i, engine: engine, logger: logger, groupCommit: groupCommit, longQueue: longQueue, onRemoved: {}))
+            built.append(Worker(index: i, engine: engine, logger: logger, groupCommit: groupCommit, longQueue: longQueue, background: background, onRemoved: {}))
         }
         workers = built
         self.groupCommit = groupCommit

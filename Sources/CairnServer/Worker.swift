@@ -27,6 +27,8 @@ final class Worker: @unchecked Sendable {
     let groupCommit: GroupCommit
     /// Where requests that would hold up this worker run (`Engine.Route.long`), shared by all.
     let longQueue: DispatchQueue
+    /// Where big collection commands run, below the workers' priority, shared by all.
+    let background: BackgroundThreads
 
     /// Most bytes read from one client per read event, so one busy client cannot starve the rest.
     static let readBudget = 1 << 20
@@ -51,10 +53,11 @@ final class Worker: @unchecked Sendable {
 
     init(
         index: Int, engine: Engine, logger: Logger, groupCommit: GroupCommit, longQueue: DispatchQueue,
-        onRemoved: @escaping @Sendable () -> Void
+        background: BackgroundThreads, onRemoved: @escaping @Sendable () -> Void
     ) {
         self.groupCommit = groupCommit
         self.longQueue = longQueue
+        self.background = background
         self.queue = DispatchQueue(label: "cairn.worker.\(index)", qos: .userInitiated)
         self.engine = engine
         self.logger = logger

@@ -54,6 +54,33 @@ public struct RESPWriter: Sendable {
         }
     }
 
+    /// An integer's decimal digits as a bulk string (RESP2 scores), or with `double` a RESP3
+    /// double (`,42`): composed on the stack, no String made.
+    public mutating func decimal(_ n: Int64, double: Bool = false) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { b in
+            var start = b.count
+            var v = n.magnitude
+            repeat {
+                start -= 1
+                b[start] = UInt8(truncatingIfNeeded: 48 + v % 10)
+                v /= 10
+            } while v > 0
+            if n < 0 {
+                start -= 1
+                b[start] = UInt8(ascii: "-")
+            }
+            let text = UnsafeRawBufferPointer(rebasing: b[start...])
+            if double {
+                bytes.append(UInt8(ascii: ","))
+                append(text)
+                crlf()
+            } else {
+                bulk(text)
+            }
+        }
+    }
+
     /// `+s` (CR and LF replaced by spaces, as simple strings cannot hold them).
     public mutating func simpleString(_ s: String) {
         bytes.append(UInt8(ascii: "+"))

@@ -171,6 +171,10 @@ def run_benchmark(port, test, pipeline, args):
 
 
 def embedded_rates(args, workdir):
+    """The embedded engine's rates, or None when --bin has no cairn-bench-rocks (an older build
+    measured beside a newer one)."""
+    if not os.path.exists(os.path.join(args.bin, "cairn-bench-rocks")):
+        return None
     out = subprocess.run([os.path.join(args.bin, "cairn-bench-rocks"), "--requests", str(args.requests_pipelined),
                           "--keyspace", str(args.keyspace), "--value-size", str(args.data_size),
                           "--dir", os.path.join(workdir, "embedded")], capture_output=True, text=True, check=True)
@@ -274,8 +278,9 @@ def render(args, rows, rss, rss_parts, budget, embedded):
         lines.append(f"{r['test']:<11}{r['cairn_p50_ms']:>11.3f}{r['redis_p50_ms']:>11.3f}{r['cairn_p99_ms']:>11.3f}"
                      f"{r['redis_p99_ms']:>11.3f}{ratio:>11.2f}" + ("  (target <= 2)" if r["test"] in ("SET", "GET", "INCR") else ""))
     set16 = next((r for r in rows if r["test"] == "SET" and r["pipeline"] >= 16), None)
-    lines += ["", f"embedded engine, one thread: put {embedded['put_ops']:,} ops/s, get {embedded['get_ops']:,} ops/s"]
-    if set16:
+    if embedded is not None:
+        lines += ["", f"embedded engine, one thread: put {embedded['put_ops']:,} ops/s, get {embedded['get_ops']:,} ops/s"]
+    if set16 and embedded is not None:
         lines.append(f"server SET -P {set16['pipeline']} / embedded put: {set16['cairn_rps'] / embedded['put_ops']:.2f}"
                      " (target >= 0.80)")
     caches = rss_parts.get("row_cache", 0) + rss_parts.get("value_cache", 0)

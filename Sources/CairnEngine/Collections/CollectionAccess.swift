@@ -16,7 +16,7 @@ struct CollectionChange {
     private(set) var deletes: [[UInt8]] = []
 
     init(key: [UInt8], meta: CollectionMetadata, family: String, existed: Bool) {
-        self.init(key: key, meta: meta, prefix: MemberKeys.prefix(family: family, key: key, version: meta.version), existed: existed)
+        self.init(key: key, meta: meta, prefix: meta.memberPrefix(family: family, key: key), existed: existed)
     }
 
     /// With the prefix of `meta.version` already known (a transaction's staged collection).
@@ -93,7 +93,7 @@ extension Call {
 
     /// The value of one member entry, or nil.
     func member(_ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag, _ sub: [UInt8]) throws(CommandError) -> [UInt8]? {
-        try memberValue(MemberKeys.entryKey(MemberKeys.prefix(family: family.name, key: key, version: meta.version), tag, sub))
+        try memberValue(MemberKeys.entryKey(meta.memberPrefix(family: family.name, key: key), tag, sub))
     }
 
     /// The value of one member entry of the collection `change` stages, or nil.
@@ -103,7 +103,7 @@ extension Call {
 
     /// The values of several member entries, read at one sequence number.
     func members(_ meta: CollectionMetadata, of key: [UInt8], _ tag: MemberKeys.Tag, _ subs: [[UInt8]]) throws(CommandError) -> [[UInt8]?] {
-        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version)
+        let prefix = meta.memberPrefix(family: family.name, key: key)
         return try memberValues(subs.map { MemberKeys.entryKey(prefix, tag, $0) })
     }
 
@@ -160,7 +160,7 @@ extension Call {
         from lower: [UInt8]? = nil, to upper: [UInt8]? = nil, reverse: Bool = false,
         _ body: (_ sub: [UInt8], _ value: [UInt8]) throws(CommandError) -> Bool
     ) throws(CommandError) {
-        try scanMembers(collection: MemberKeys.prefix(family: family.name, key: key, version: meta.version), tag,
+        try scanMembers(collection: meta.memberPrefix(family: family.name, key: key), tag,
                         from: lower, to: upper, reverse: reverse, body)
     }
 
@@ -210,7 +210,7 @@ extension Call {
             }
             return
         }
-        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version) + [tag.rawValue]
+        let prefix = meta.memberPrefix(family: family.name, key: key) + [tag.rawValue]
         let lowerKey = prefix + (lower ?? [])
         let upperKey = upper.map { prefix + $0 } ?? Call.prefixEnd(prefix)
         try visitStored(lowerKey, upperKey, reverse: reverse) { k, v throws(CommandError) in
@@ -395,7 +395,11 @@ extension Call {
             if c.meta.size == 0 { batch.delete(c.key, in: family.handle) } else { batch.put(c.key, c.meta.stored, in: family.handle) }
         }
         let options = engine.writeOptions
-        try engine.storage("write") { try database.write(batch, options: options) }
+        // In pieces when it is big and its keys are claimed (a long command: LongWork.swift);
+        // one new collection (a *STORE's result) needs no journal: its metadata, last in the
+        // batch, is what makes its members reachable.
+        let journaled = changes.count > 1 || changes[0].existed
+        try engine.storage("write") { try engine.writeClaimed(batch, options: options, journaled: journaled) }
         for c in changes { engine.locks.changed(c.key, in: family) }
         engine.blocking.signal(family: family.name, keys: changes.lazy.filter { $0.meta.size > 0 }.map(\.key))
     }

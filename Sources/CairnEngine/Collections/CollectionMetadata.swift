@@ -9,6 +9,8 @@ import Synchronization
 /// size     8 bytes big-endian   (members, fields or elements)
 /// head     8 bytes big-endian   (lists only: the position of the first element)
 /// tail     8 bytes big-endian   (lists only: one past the last)
+/// home     optional: 0x01, then the key the members are stored under, when RENAME moved the
+///          collection away from it (see `home`)
 /// ```
 /// A new collection gets a new version, so a deleted, expired or overwritten one's members
 /// are unreachable at once, however many there are; the members family's compaction filter
@@ -20,6 +22,16 @@ struct CollectionMetadata: Equatable {
     var head: UInt64 = 0
     var tail: UInt64 = 0
     var expiresAt: Int64? = nil
+    /// The key whose name the members are stored under (`MemberKeys`), when it is not this
+    /// one: RENAME moves only the metadata, so it is O(1) as in Redis, and the members stay
+    /// where they are (a `moved` record in `cairn.meta` tells the compaction filter where the
+    /// collection went: `CollectionMoves`). Nil: under this key.
+    var home: [UInt8]? = nil
+
+    /// The prefix of every member entry of this collection, stored at `key` in `family`.
+    func memberPrefix(family: String, key: [UInt8]) -> [UInt8] {
+        MemberKeys.prefix(family: family, key: home ?? key, version: version)
+    }
 
     /// Where a new list's first element goes: the middle of the position space, so pushes at
     /// either end have room.
@@ -49,8 +61,11 @@ struct CollectionMetadata: Equatable {
             head = Self.uint64(bytes, at: 16)
             tail = Self.uint64(bytes, at: 24)
         }
+        if bytes.count > needed && bytes[needed] == Self.homeMarker { home = Array(bytes[(needed + 1)...]) }
         self.expiresAt = expiresAt
     }
+
+    static let homeMarker: UInt8 = 1
 
     /// The payload part (after the value header).
     var payload: [UInt8] {
@@ -61,6 +76,10 @@ struct CollectionMetadata: Equatable {
         if type == .list {
             Self.append(head, to: &out)
             Self.append(tail, to: &out)
+        }
+        if let home {
+            out.append(Self.homeMarker)
+            out += home
         }
         return out
     }

@@ -30,13 +30,13 @@ enum KeyCommands {
                 summary: "Renames a key and overwrites the destination.", arguments: "key newkey") { call, out throws(CommandError) in
             _ = try rename(call, onlyIfNew: false)
             out.simpleString("OK")
-        },
+        }.measuringMembers(),
         Command("renamenx", arity: 3, flags: [.write, .fast], keys: (1, 2, 1), group: "generic",
                 summary: "Renames a key only when the target key name doesn't exist.", arguments: "key newkey") { call, out throws(CommandError) in
             out.integer(try rename(call, onlyIfNew: true) ? 1 : 0)
-        },
+        }.measuringMembers(),
         Command("copy", arity: -3, flags: [.write], keys: (1, 2, 1), group: "generic", since: "6.2.0",
-                summary: "Copies the value of a key to a new key.", arguments: "source destination [DB destination-db] [REPLACE]", handler: copy),
+                summary: "Copies the value of a key to a new key.", arguments: "source destination [DB destination-db] [REPLACE]", handler: copy).measuringMembers(),
         Command("keys", arity: 2, flags: [.readonly, .long], group: "generic",
                 summary: "Returns all key names that match a pattern.", arguments: "pattern") { call, out throws(CommandError) in
             let pattern = call[1]
@@ -127,14 +127,47 @@ enum KeyCommands {
             guard let entry = try call.readEntry(from) else { throw .noSuchKey }
             if from == to { return !onlyIfNew }
             if onlyIfNew, try call.exists(to) { return false }
-            try place(call, entry, of: from, at: to, removingSource: true)
+            if call.session.transaction == nil, let meta = CollectionMetadata(type: entry.type, payload: entry.payload, expiresAt: entry.expiresAt) {
+                try move(call, meta, from: from, to: to)
+            } else {
+                try place(call, entry, of: from, at: to, removingSource: true)
+            }
             return true
         }
     }
 
+    /// RENAME of a collection: its metadata moves to `to` and its members stay where they are
+    /// (O(1), as Redis's RENAME), with a record of where it went (`CollectionMoves`), all in one
+    /// batch. Inside EXEC or a script it is copied instead (`place`), within the transaction.
+    static func move(_ call: Call, _ meta: CollectionMetadata, from: [UInt8], to: [UInt8]) throws(CommandError) {
+        let family = call.family
+        guard let metaFamily = call.database.family(named: Engine.metaFamilyName) else {
+            throw CommandError("ERR", "internal error; see the server log")
+        }
+        let home = meta.home ?? from
+        var moved = meta
+        moved.home = home == to ? nil : home
+        var batch = WriteBatch()
+        // A collection `to` held that was itself moved: its record goes with it.
+        if let old = try call.readEntry(to), let oldMeta = CollectionMetadata(type: old.type, payload: old.payload, expiresAt: old.expiresAt),
+           let oldHome = oldMeta.home {
+            batch.delete(CollectionMoves.recordKey(family: family.name, home: oldHome, version: oldMeta.version), in: metaFamily)
+        }
+        batch.put(to, moved.stored, in: family.handle)
+        batch.delete(from, in: family.handle)
+        let record = CollectionMoves.recordKey(family: family.name, home: home, version: meta.version)
+        if moved.home == nil { batch.delete(record, in: metaFamily) } else { batch.put(record, to, in: metaFamily) }
+        let options = call.engine.writeOptions
+        try call.engine.storage("rename") { try call.database.write(batch, options: options) }
+        call.engine.locks.changed(to, in: family)
+        call.engine.locks.changed(from, in: family)
+        if let at = meta.expiresAt { call.engine.expirySweep.noteExpiringWrite(expiresAt: at) }
+        call.engine.blocking.signal(family: family.name, keys: [to])
+    }
+
     /// Writes `entry` (read from `from`) at `to`, replacing what `to` holds, in one batch with
-    /// the deletion of `from` when `removingSource`. A collection's members are copied under a
-    /// new version: O(members), unlike Redis's O(1) RENAME (documented).
+    /// the deletion of `from` when `removingSource` (RENAME inside a transaction). A
+    /// collection's members are copied under a new version (COPY; RENAME elsewhere: `move`).
     static func place(_ call: Call, _ entry: StoredEntry, of from: [UInt8], at to: [UInt8], removingSource: Bool) throws(CommandError) {
         guard let meta = CollectionMetadata(type: entry.type, payload: entry.payload, expiresAt: entry.expiresAt) else {
             if let tx = call.session.transaction {

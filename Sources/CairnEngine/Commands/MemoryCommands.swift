@@ -45,7 +45,7 @@ enum MemoryCommands {
                 // Members: sampled as Redis samples, and scaled to the collection's size. A
                 // sorted set's members are stored twice (by member and by score).
                 var seen = 0, bytes = 0
-                let prefix = MemberKeys.prefix(family: call.family.name, key: call[2], version: meta.version).count + 1
+                let prefix = meta.memberPrefix(family: call.family.name, key: call[2]).count + 1
                 try call.scanMembers(meta, of: call[2], .member) { sub, value in
                     seen += 1
                     bytes += prefix + sub.count + value.count + entryOverhead

@@ -7,7 +7,7 @@ import RESP
 /// hash is one point lookup and HGETALL/HSCAN an ordered scan (fields come back in byte order).
 enum HashCommands {
     /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`).
-    static let all: [Command] = commands.map { $0.flags.contains(.write) ? $0.grouped { _, _ in .batched } : $0 }
+    static let all: [Command] = Command.batchingWrites(commands)
 
     private static let commands: [Command] = [
         Command("hset", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
@@ -87,25 +87,19 @@ enum HashCommands {
         },
         Command("hkeys", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.0.0",
                 summary: "Returns all fields in a hash.", arguments: "key") { call, out throws(CommandError) in
-            let fields = try all(call).map(\.field)
-            out.arrayHeader(fields.count)
-            for f in fields { out.bulk(f) }
-        },
+            try writeAll(call, &out) { field, _, w in w.bulk(field) }
+        }.measuringMembers(),
         Command("hvals", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.0.0",
                 summary: "Returns all values in a hash.", arguments: "key") { call, out throws(CommandError) in
-            let values = try all(call).map(\.value)
-            out.arrayHeader(values.count)
-            for v in values { out.bulk(v) }
-        },
+            try writeAll(call, &out) { _, value, w in w.bulk(value) }
+        }.measuringMembers(),
         Command("hgetall", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.0.0",
                 summary: "Returns all fields and values in a hash.", arguments: "key") { call, out throws(CommandError) in
-            let pairs = try all(call)
-            out.mapHeader(pairs.count)
-            for p in pairs {
-                out.bulk(p.field)
-                out.bulk(p.value)
+            try writeAll(call, &out, map: true) { field, value, w in
+                w.bulk(field)
+                w.bulk(value)
             }
-        },
+        }.measuringMembers(),
         Command("hincrby", arity: 4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
                 summary: "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.",
                 arguments: "key field increment") { call, out throws(CommandError) in
@@ -192,6 +186,26 @@ enum HashCommands {
     }
 
     /// Every field and value, in field order.
+    /// HKEYS, HVALS, HGETALL: `item` writes each field's part of the reply straight from the
+    /// cursor's buffers (nothing copied per field but into the reply), counted as it goes, the
+    /// header written once the count is known.
+    static func writeAll(
+        _ call: Call, _ out: inout RESPWriter, map: Bool = false,
+        _ item: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, inout RESPWriter) -> Void
+    ) throws(CommandError) {
+        var items = RESPWriter(version: out.version)
+        var count = 0
+        if let meta = try call.collection(call[1], .hash) {
+            try call.visitMembers(meta, of: call[1], .member) { field, value in
+                item(field, value, &items)
+                count += 1
+                return true
+            }
+        }
+        if map { out.mapHeader(count) } else { out.arrayHeader(count) }
+        out.bytes.append(contentsOf: items.bytes)
+    }
+
     static func all(_ call: Call) throws(CommandError) -> [(field: [UInt8], value: [UInt8])] {
         guard let meta = try call.collection(call[1], .hash) else { return [] }
         var pairs: [(field: [UInt8], value: [UInt8])] = []

@@ -8,7 +8,7 @@ import RESP
 enum ListCommands {
     /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`); the
     /// blocking pops (BlockingListCommands) never do.
-    static let all: [Command] = commands.map { $0.flags.contains(.write) ? $0.grouped { _, _ in .batched } : $0 }
+    static let all: [Command] = Command.batchingWrites(commands)
 
     private static let commands: [Command] = [
         Command("lpush", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
@@ -76,7 +76,7 @@ enum ListCommands {
                 out.arrayHeader(count)
                 out.bytes.append(contentsOf: elements)
             }
-        },
+        }.measuringRange(start: 2, stop: 3),
         Command("lindex", arity: 3, flags: [.readonly], keys: (1, 1, 1), group: "list", since: "1.0.0",
                 summary: "Returns an element from a list by its index.", arguments: "key index") { call, out throws(CommandError) in
             let index = try call.integer(2)
@@ -102,16 +102,16 @@ enum ListCommands {
         },
         Command("linsert", arity: 5, flags: [.write], keys: (1, 1, 1), group: "list", since: "2.2.0",
                 summary: "Inserts an element before or after another element in a list.",
-                arguments: "key BEFORE|AFTER pivot element", handler: insert),
+                arguments: "key BEFORE|AFTER pivot element", handler: insert).measuringMembers(),
         Command("lrem", arity: 4, flags: [.write], keys: (1, 1, 1), group: "list", since: "1.0.0",
                 summary: "Removes elements from a list. Deletes the list if the last element was removed.",
-                arguments: "key count element", handler: remove),
+                arguments: "key count element", handler: remove).measuringMembers(),
         Command("ltrim", arity: 4, flags: [.write], keys: (1, 1, 1), group: "list", since: "1.0.0",
                 summary: "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
-                arguments: "key start stop", handler: trim),
+                arguments: "key start stop", handler: trim).measuringMembers(),
         Command("lpos", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "list", since: "6.0.6",
                 summary: "Returns the index of matching elements in a list.",
-                arguments: "key element [RANK rank] [COUNT num-matches] [MAXLEN len]", handler: position),
+                arguments: "key element [RANK rank] [COUNT num-matches] [MAXLEN len]", handler: position).measuringMembers(),
         Command("lmove", arity: 5, flags: [.write], keys: (1, 2, 1), group: "list", since: "6.2.0",
                 summary: "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.",
                 arguments: "source destination LEFT|RIGHT LEFT|RIGHT") { call, out throws(CommandError) in

@@ -68,7 +68,7 @@ enum DigestCommands {
         of key: [UInt8], _ meta: CollectionMetadata, in family: Family, database: Database, options: ReadOptions,
         _ feed: (UnsafeRawBufferPointer) -> Void
     ) throws {
-        let prefix = MemberKeys.prefix(family: family.name, key: key, version: meta.version)
+        let prefix = meta.memberPrefix(family: family.name, key: key)
         var bounded = options
         bounded.lowerBound = prefix
         bounded.upperBound = Call.prefixEnd(prefix)

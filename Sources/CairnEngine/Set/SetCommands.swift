@@ -9,7 +9,7 @@ enum SetCommands {
     /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`); a
     /// run of pops moves the batch's own popped-front bound (`PoppedFronts`), shared once it
     /// committed.
-    static let all: [Command] = commands.map { $0.flags.contains(.write) ? $0.grouped { _, _ in .batched } : $0 }
+    static let all: [Command] = Command.batchingWrites(commands)
 
     private static let commands: [Command] = [
         Command("sadd", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
@@ -65,10 +65,18 @@ enum SetCommands {
         },
         Command("smembers", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "1.0.0",
                 summary: "Returns all members of a set.", arguments: "key") { call, out throws(CommandError) in
-            let members = try all(call, call[1])
-            out.setHeader(members.count)
-            for m in members { out.bulk(m) }
-        },
+            var items = RESPWriter(version: out.version)
+            var count = 0
+            if let meta = try call.collection(call[1], .set) {
+                try call.visitMembers(meta, of: call[1], .member) { member, _ in
+                    items.bulk(member)
+                    count += 1
+                    return true
+                }
+            }
+            out.setHeader(count)
+            out.bytes.append(contentsOf: items.bytes)
+        }.measuringMembers(),
         Command("srandmember", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "1.0.0",
                 summary: "Get one or multiple random members from a set", arguments: "key [count]") { call, out throws(CommandError) in
             guard call.count <= 3 else { throw .syntax }
@@ -133,31 +141,31 @@ enum SetCommands {
         },
         Command("sinter", arity: -2, flags: [.readonly], keys: (1, -1, 1), group: "set", since: "1.0.0",
                 summary: "Returns the intersect of multiple sets.", arguments: "key [key ...]") { call, out throws(CommandError) in
-            reply(try SetAlgebra.inter(call, Array(call.argv[1...])), &out)
-        },
+            try reply(.inter, call, Array(call.argv[1...]), &out)
+        }.measuringMembers(),
         Command("sunion", arity: -2, flags: [.readonly], keys: (1, -1, 1), group: "set", since: "1.0.0",
                 summary: "Returns the union of multiple sets.", arguments: "key [key ...]") { call, out throws(CommandError) in
-            reply(try SetAlgebra.union(call, Array(call.argv[1...])), &out)
-        },
+            try reply(.union, call, Array(call.argv[1...]), &out)
+        }.measuringMembers(),
         Command("sdiff", arity: -2, flags: [.readonly], keys: (1, -1, 1), group: "set", since: "1.0.0",
                 summary: "Returns the difference of multiple sets.", arguments: "key [key ...]") { call, out throws(CommandError) in
-            reply(try SetAlgebra.diff(call, Array(call.argv[1...])), &out)
-        },
+            try reply(.diff, call, Array(call.argv[1...]), &out)
+        }.measuringMembers(),
         Command("sintercard", arity: -3, flags: [.readonly], group: "set", since: "7.0.0",
                 summary: "Returns the number of members of the intersect of multiple sets.", arguments: "numkeys key [key ...] [LIMIT limit]",
-                handler: interCard).movingKeys { argv in numberedKeys(argv, countAt: 1) },
+                handler: interCard).measuringMembers().movingKeys { argv in numberedKeys(argv, countAt: 1) },
         Command("sinterstore", arity: -3, flags: [.write], keys: (1, -1, 1), group: "set", since: "1.0.0",
                 summary: "Stores the intersect of multiple sets in a key.", arguments: "destination key [key ...]") { call, out throws(CommandError) in
-            out.integer(try store(call) { () throws(CommandError) in try SetAlgebra.inter(call, Array(call.argv[2...])) })
-        },
+            out.integer(try store(call, .inter))
+        }.measuringMembers(),
         Command("sunionstore", arity: -3, flags: [.write], keys: (1, -1, 1), group: "set", since: "1.0.0",
                 summary: "Stores the union of multiple sets in a key.", arguments: "destination key [key ...]") { call, out throws(CommandError) in
-            out.integer(try store(call) { () throws(CommandError) in try SetAlgebra.union(call, Array(call.argv[2...])) })
-        },
+            out.integer(try store(call, .union))
+        }.measuringMembers(),
         Command("sdiffstore", arity: -3, flags: [.write], keys: (1, -1, 1), group: "set", since: "1.0.0",
                 summary: "Stores the difference of multiple sets in a key.", arguments: "destination key [key ...]") { call, out throws(CommandError) in
-            out.integer(try store(call) { () throws(CommandError) in try SetAlgebra.diff(call, Array(call.argv[2...])) })
-        },
+            out.integer(try store(call, .diff))
+        }.measuringMembers(),
         Command("sscan", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "2.8.0",
                 summary: "Iterates over members of a set.", arguments: "key cursor [MATCH pattern] [COUNT count]") {
             call, out throws(CommandError) in
@@ -197,26 +205,36 @@ enum SetCommands {
         return members
     }
 
-    static func reply(_ members: [[UInt8]], _ out: inout RESPWriter) {
-        out.setHeader(members.count)
-        for m in members { out.bulk(m) }
+    /// SINTER, SUNION, SDIFF: the result as a set reply, written as it is computed.
+    static func reply(_ operation: SetAlgebra.Operation, _ call: Call, _ keys: [[UInt8]], _ out: inout RESPWriter) throws(CommandError) {
+        var items = RESPWriter(version: out.version)
+        var count = 0
+        try SetAlgebra.visit(operation, call, keys) { m in
+            items.bulk(m)
+            count += 1
+            return true
+        }
+        out.setHeader(count)
+        out.bytes.append(contentsOf: items.bytes)
     }
 
     /// SINTERSTORE, SUNIONSTORE, SDIFFSTORE: replaces the destination (argument 1) with the
     /// result, or deletes it when the result is empty; returns the result's size.
-    static func store(_ call: Call, _ compute: () throws(CommandError) -> [[UInt8]]) throws(CommandError) -> Int {
+    static func store(_ call: Call, _ operation: SetAlgebra.Operation) throws(CommandError) -> Int {
         try call.locked(Array(call.argv[1...])) { () throws(CommandError) -> Int in
-            let members = try compute()
             let destination = call[1]
             var change = call.fresh(destination, .set)
-            for m in members { change.put(.member, m, []) }
-            change.meta.size = UInt64(members.count)
-            if members.isEmpty {
+            try SetAlgebra.visit(operation, call, Array(call.argv[2...])) { m in
+                change.put(.member, m, [])
+                change.meta.size += 1
+                return true
+            }
+            if change.meta.size == 0 {
                 if try call.withStored(destination, { t, _, _ in t != nil }) { try call.remove(destination) }
                 return 0
             }
             try call.commit(change)
-            return members.count
+            return Int(change.meta.size)
         }
     }
 
@@ -233,7 +251,7 @@ enum SetCommands {
             limit = Int(clamping: l)
             i += 2
         }
-        out.integer(try SetAlgebra.inter(call, keys, limit: limit).count)
+        out.integer(try SetAlgebra.count(.inter, call, keys, limit: limit))
     }
 
     /// Pops up to `count` members of a set (under its lock): `SPOP`. Small sets give uniformly

@@ -49,7 +49,7 @@ final class PoppedFronts: Sendable {
 
     /// The tag prefix of one collection's index: members-family keys start with it.
     static func prefix(_ call: Call, _ meta: CollectionMetadata, _ key: [UInt8], _ tag: MemberKeys.Tag) -> [UInt8] {
-        MemberKeys.prefix(family: call.family.name, key: key, version: meta.version) + [tag.rawValue]
+        meta.memberPrefix(family: call.family.name, key: key) + [tag.rawValue]
     }
 
     /// The sub-key range (lower inclusive, upper exclusive) still worth scanning.

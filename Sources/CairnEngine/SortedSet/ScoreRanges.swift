@@ -13,14 +13,24 @@ enum Scores {
     /// Redis 7.0's text for a score: `%.17g` (`1.1000000000000001`, `1e+20`, `inf`).
     static func text(_ d: Double) -> String {
         if d.isInfinite { return d > 0 ? "inf" : "-inf" }
-        // An integer below 2^53 has at most 16 digits: `%.17g` prints it as one, with no
-        // exponent or point; Foundation's formatter costs ~12,000 instructions per score.
-        if d == d.rounded(), d.magnitude < 9_007_199_254_740_992, !(d == 0 && d.sign == .minus) { return String(Int64(d)) }
+        if let n = integer(d) { return String(n) }
         return String(format: "%.17g", d)
+    }
+
+    /// The score as an integer when `%.17g` prints it as one: an integer below 2^53 has at most
+    /// 16 digits, so no exponent or point (Foundation's formatter costs ~12,000 instructions
+    /// per score).
+    static func integer(_ d: Double) -> Int64? {
+        d == d.rounded() && d.magnitude < 9_007_199_254_740_992 && !(d == 0 && d.sign == .minus) ? Int64(d) : nil
     }
 
     /// A score reply: a RESP3 double, or a bulk string in RESP2, with Redis 7.0's text.
     static func write(_ d: Double, _ out: inout RESPWriter) {
+        // An integer score (the common case) straight into the reply, as `text` would write it.
+        if let n = integer(d) {
+            out.decimal(n, double: out.version == .v3)
+            return
+        }
         if out.version == .v3 {
             out.simpleDouble(text(d))
         } else {

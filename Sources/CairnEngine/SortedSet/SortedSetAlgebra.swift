@@ -14,54 +14,75 @@ enum SortedSetAlgebra {
                 arguments: "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]") {
             call, out throws(CommandError) in
             try combine(call, &out, .union, store: false)
-        }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
+        }.measuringMembers().movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
         Command("zinter", arity: -3, flags: [.readonly], group: "sortedset", since: "6.2.0",
                 summary: "Returns the intersect of multiple sorted sets.",
                 arguments: "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: false)
-        }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
+        }.measuringMembers().movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
         Command("zdiff", arity: -3, flags: [.readonly], group: "sortedset", since: "6.2.0",
                 summary: "Returns the difference between multiple sorted sets.", arguments: "numkeys key [key ...] [WITHSCORES]") {
             call, out throws(CommandError) in
             try combine(call, &out, .diff, store: false)
-        }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
+        }.measuringMembers().movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
         Command("zunionstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
                 summary: "Stores the union of multiple sorted sets in a key.",
                 arguments: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]") {
             call, out throws(CommandError) in
             try combine(call, &out, .union, store: true)
-        }.movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
+        }.measuringMembers().movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
         Command("zinterstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
                 summary: "Stores the intersect of multiple sorted sets in a key.",
                 arguments: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: true)
-        }.movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
+        }.measuringMembers().movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
         Command("zdiffstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "6.2.0",
                 summary: "Stores the difference of multiple sorted sets in a key.", arguments: "destination numkeys key [key ...]") {
             call, out throws(CommandError) in
             try combine(call, &out, .diff, store: true)
-        }.movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
+        }.measuringMembers().movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
         Command("zintercard", arity: -3, flags: [.readonly], group: "sortedset", since: "7.0.0",
                 summary: "Returns the number of members of the intersect of multiple sorted sets.", arguments: "numkeys key [key ...] [LIMIT limit]") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: false, cardinality: true)
-        }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
+        }.measuringMembers().movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
     ]
 
-    /// One input read whole: member to score (a set's members score 1).
-    static func read(_ call: Call, _ key: [UInt8]) throws(CommandError) -> [[UInt8]: Double]? {
-        try call.withStored(key) { (t: KeyType?, _, _) throws(CommandError) -> KeyType? in t }.map { (type: KeyType) throws(CommandError) -> [[UInt8]: Double] in
-            guard type == .zset || type == .set else { throw .wrongType }
-            guard let meta = try call.collection(key, type) else { return [:] }
-            var out: [[UInt8]: Double] = [:]
-            try call.scanMembers(meta, of: key, .member) { sub, value in
-                out[sub] = type == .zset ? MemberKeys.score(value: value) : 1
-                return true
+    /// One input: its member stream (scores alongside for a sorted set; a set's members score 1)
+    /// and its weight.
+    struct Input {
+        let stream: MemberStream
+        let isSet: Bool
+        let size: UInt64
+        var weight: Double = 1
+
+        var score: Double { isSet ? 1 : MemberKeys.score(value: stream.headValue) }
+    }
+
+    /// The inputs for `keys`, nil for a missing key; WRONGTYPE for a key that is neither a
+    /// sorted set nor a set. Their streams must be closed.
+    static func open(_ call: Call, _ keys: [[UInt8]]) throws(CommandError) -> [Input?] {
+        var inputs: [Input?] = []
+        do throws(CommandError) {
+            for key in keys {
+                guard let type = try call.withStored(key, { (t: KeyType?, _, _) -> KeyType? in t }) else {
+                    inputs.append(nil)
+                    continue
+                }
+                guard type == .zset || type == .set else { throw .wrongType }
+                guard let meta = try call.collection(key, type) else {
+                    inputs.append(nil)
+                    continue
+                }
+                inputs.append(Input(stream: try MemberStream(call, meta, of: key, values: type == .zset), isSet: type == .set, size: meta.size))
             }
-            return out
+        } catch {
+            for i in inputs { i?.stream.close() }
+            throw error
         }
+        return inputs
     }
 
     static func combine(_ call: Call, _ out: inout RESPWriter, _ op: Operation, store: Bool, cardinality: Bool = false) throws(CommandError) {
@@ -71,7 +92,8 @@ enum SortedSetAlgebra {
         guard n <= call.count - countAt - 1 else { throw .syntax }
         let keys = Array(call.argv[(countAt + 1)...(countAt + Int(n))])
         let body = { () throws(CommandError) -> (entries: [SortedEntry], withScores: Bool, card: Int?) in
-            let inputs = try keys.map { (k: [UInt8]) throws(CommandError) -> [[UInt8]: Double]? in try read(call, k) }
+            var inputs = try open(call, keys)
+            defer { for i in inputs { i?.stream.close() } }
             var weights = [Double](repeating: 1, count: keys.count)
             var aggregate = Aggregate.sum
             var withScores = false
@@ -100,9 +122,18 @@ enum SortedSetAlgebra {
                 }
                 j += 1
             }
-            var result = compute(op, inputs, weights: weights, aggregate: aggregate)
-            if cardinality { return ([], false, limit > 0 ? min(limit, result.count) : result.count) }
-            result.sort { $0.score != $1.score ? $0.score < $1.score : $0.member.lexicographicallyPrecedes($1.member) }
+            for i in inputs.indices { inputs[i]?.weight = weights[i] }
+            var result: [SortedEntry] = []
+            var count = 0
+            try compute(op, inputs, aggregate: aggregate) { member, score in
+                count += 1
+                if !cardinality { result.append(SortedEntry(member: Array(member), score: score)) }
+                return !cardinality || limit == 0 || count < limit
+            }
+            for i in inputs { try i?.stream.check(call) }
+            if cardinality { return ([], false, count) }
+            // A store needs no order; a reply is by score, then member.
+            if !store { result.sort { $0.score != $1.score ? $0.score < $1.score : Bytes.compare($0.member, $1.member) < 0 } }
             return (result, withScores, nil)
         }
         guard store else {
@@ -116,47 +147,83 @@ enum SortedSetAlgebra {
         out.integer(stored)
     }
 
-    static func compute(_ op: Operation, _ inputs: [[[UInt8]: Double]?], weights: [Double], aggregate: Aggregate) -> [SortedEntry] {
-        func weighted(_ s: Double, _ w: Double) -> Double {
-            let v = s * w
-            return v.isNaN ? 0 : v  // inf * 0, as Redis
+    /// Calls `body` with each member of the result and its score, in member order, until it
+    /// returns false: the inputs' member streams merged side by side, each score weighted and
+    /// the scores of one member aggregated (a NaN from inf * 0 or inf + -inf is 0, as Redis).
+    static func compute(
+        _ op: Operation, _ inputs: [Input?], aggregate: Aggregate,
+        _ body: (UnsafeRawBufferPointer, Double) throws(CommandError) -> Bool
+    ) throws(CommandError) {
+        func weighted(_ i: Input) -> Double {
+            let v = i.score * i.weight
+            return v.isNaN ? 0 : v
         }
         func combine(_ a: Double, _ b: Double) -> Double {
             switch aggregate {
             case .sum:
                 let v = a + b
-                return v.isNaN ? 0 : v  // inf + -inf, as Redis
+                return v.isNaN ? 0 : v
             case .min: return Swift.min(a, b)
             case .max: return Swift.max(a, b)
             }
         }
+        func emit(_ stream: MemberStream, _ score: Double) throws(CommandError) -> Bool {
+            try stream.withHead { (m: UnsafeRawBufferPointer) throws(CommandError) -> Bool in try body(m, score) }
+        }
         switch op {
         case .union:
-            var acc: [[UInt8]: Double] = [:]
-            for (i, input) in inputs.enumerated() {
-                for (m, s) in input ?? [:] {
-                    let v = weighted(s, weights[i])
-                    acc[m] = acc[m].map { combine($0, v) } ?? v
+            // The inputs in the order given, as the scores are aggregated in that order.
+            let present = inputs.compactMap { $0 }
+            while true {
+                var least: MemberStream? = nil
+                for i in present where i.stream.valid {
+                    if least == nil || i.stream.compareHead(to: least!) < 0 { least = i.stream }
                 }
+                guard let least else { return }
+                var acc: Double? = nil
+                var moving: [MemberStream] = []
+                for i in present where i.stream.valid && i.stream.compareHead(to: least) == 0 {
+                    let v = weighted(i)
+                    acc = acc.map { combine($0, v) } ?? v
+                    moving.append(i.stream)
+                }
+                guard try emit(least, acc!) else { return }
+                for m in moving { m.advance() }
             }
-            return acc.map { SortedEntry(member: $0.key, score: $0.value) }
         case .inter:
-            guard inputs.allSatisfy({ $0 != nil }) else { return [] }
-            let order = inputs.indices.sorted { inputs[$0]!.count < inputs[$1]!.count }
-            var out: [SortedEntry] = []
-            outer: for (m, s) in inputs[order[0]]! {
-                var acc = weighted(s, weights[order[0]])
-                for i in order.dropFirst() {
-                    guard let other = inputs[i]![m] else { continue outer }
-                    acc = combine(acc, weighted(other, weights[i]))
+            guard inputs.allSatisfy({ $0 != nil }) else { return }
+            // Smallest first, as before: the aggregation starts from it.
+            let s = inputs.map { $0! }.sorted { $0.size < $1.size }
+            guard s.allSatisfy({ $0.stream.valid }) else { return }
+            while true {
+                var greatest = 0
+                for k in s.indices.dropFirst() where s[k].stream.compareHead(to: s[greatest].stream) > 0 { greatest = k }
+                var agree = true
+                for k in s.indices where k != greatest {
+                    while s[k].stream.valid && s[k].stream.compareHead(to: s[greatest].stream) < 0 { s[k].stream.advance() }
+                    guard s[k].stream.valid else { return }
+                    if s[k].stream.compareHead(to: s[greatest].stream) != 0 { agree = false }
                 }
-                out.append(SortedEntry(member: m, score: acc))
+                guard agree else { continue }
+                var acc = weighted(s[0])
+                for k in s.indices.dropFirst() { acc = combine(acc, weighted(s[k])) }
+                guard try emit(s[0].stream, acc) else { return }
+                for i in s {
+                    i.stream.advance()
+                    guard i.stream.valid else { return }
+                }
             }
-            return out
         case .diff:
-            guard let first = inputs[0] else { return [] }
-            return first.compactMap { m, s in
-                inputs.dropFirst().contains { $0?[m] != nil } ? nil : SortedEntry(member: m, score: s)
+            guard let first = inputs[0] else { return }
+            let others = inputs.dropFirst().compactMap { $0 }
+            while first.stream.valid {
+                var found = false
+                for o in others {
+                    while o.stream.valid && o.stream.compareHead(to: first.stream) < 0 { o.stream.advance() }
+                    if o.stream.valid && o.stream.compareHead(to: first.stream) == 0 { found = true }
+                }
+                if !found { guard try emit(first.stream, first.score) else { return } }
+                first.stream.advance()
             }
         }
     }

@@ -10,7 +10,7 @@ enum SortedSetCommands {
     /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`); a
     /// run of pops moves the batch's own popped-front bound (`PoppedFronts`), shared once it
     /// committed.
-    static let all: [Command] = commands.map { $0.flags.contains(.write) ? $0.grouped { _, _ in .batched } : $0 }
+    static let all: [Command] = Command.batchingWrites(commands)
 
     private static let commands: [Command] = [
         Command("zadd", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",

@@ -9,37 +9,37 @@ enum SortedSetRanges {
                 summary: "Returns members in a sorted set within a range of indexes.",
                 arguments: "key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: nil, reverse: nil)
-        },
+        }.measuringRange(start: 2, stop: 3, unless: ["BYSCORE", "BYLEX"]),
         Command("zrevrange", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
                 summary: "Returns members in a sorted set within a range of indexes in reverse order.",
                 arguments: "key start stop [WITHSCORES]") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: .rank, reverse: true)
-        },
+        }.measuringRange(start: 2, stop: 3),
         Command("zrangebyscore", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "1.0.5",
                 summary: "Returns members in a sorted set within a range of scores.",
                 arguments: "key min max [WITHSCORES] [LIMIT offset count]") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: .score, reverse: false)
-        },
+        }.measuringMembers(),
         Command("zrevrangebyscore", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.2.0",
                 summary: "Returns members in a sorted set within a range of scores in reverse order.",
                 arguments: "key max min [WITHSCORES] [LIMIT offset count]") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: .score, reverse: true)
-        },
+        }.measuringMembers(),
         Command("zrangebylex", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
                 summary: "Returns members in a sorted set within a lexicographical range.",
                 arguments: "key min max [LIMIT offset count]") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: .lex, reverse: false)
-        },
+        }.measuringMembers(),
         Command("zrevrangebylex", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
                 summary: "Returns members in a sorted set within a lexicographical range in reverse order.",
                 arguments: "key max min [LIMIT offset count]") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: .lex, reverse: true)
-        },
+        }.measuringMembers(),
         Command("zrangestore", arity: -5, flags: [.write], keys: (1, 2, 1), group: "sortedset", since: "6.2.0",
                 summary: "Stores a range of members from sorted set in a key.",
                 arguments: "dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 2, kind: nil, reverse: nil)
-        },
+        }.measuringMembers(),
         Command("zremrangebyrank", arity: 4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
                 summary: "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.",
                 arguments: "key start stop") { call, out throws(CommandError) in
@@ -47,7 +47,7 @@ enum SortedSetRanges {
             out.integer(try remove(call) { (meta: CollectionMetadata) throws(CommandError) -> [SortedEntry] in
                 try SortedSetEntries.byRank(call, meta, call[1], start, stop, reverse: false)
             })
-        },
+        }.measuringMembers(),
         Command("zremrangebyscore", arity: 4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
                 summary: "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.",
                 arguments: "key min max") { call, out throws(CommandError) in
@@ -57,7 +57,7 @@ enum SortedSetRanges {
                 try SortedSetEntries.scan(call, meta, call[1], r) { e in found.append(e); return true }
                 return found
             })
-        },
+        }.measuringMembers(),
         Command("zremrangebylex", arity: 4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
                 summary: "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.",
                 arguments: "key min max") { call, out throws(CommandError) in
@@ -67,7 +67,7 @@ enum SortedSetRanges {
                 try SortedSetEntries.scanLex(call, meta, call[1], r) { e in found.append(e); return true }
                 return found
             })
-        },
+        }.measuringMembers(),
     ]
 
     enum Kind { case rank, score, lex }
@@ -77,6 +77,12 @@ enum SortedSetRanges {
         try call.locked(call[1]) { () throws(CommandError) -> Int in
             guard let meta = try call.collection(call[1], .zset) else { return 0 }
             let found = try select(meta)
+            // Every member: the key goes, in O(1) like DEL (its members are unreachable with its
+            // metadata, and compaction drops them), not one tombstone per member and score.
+            if UInt64(found.count) == meta.size {
+                try call.remove(call[1])
+                return found.count
+            }
             var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
             for e in found { SortedSetEntries.remove(&change, e) }
             if !found.isEmpty { try call.commit(change) }
