@@ -213,10 +213,11 @@ public final class Engine: @unchecked Sendable {
     /// `always` whenever writes wait): every write that returned before the call is durable
     /// after it. RocksDB syncs the WAL files beside its write queue, so writers do not wait for
     /// the disk. False when the sync failed (logged, and noted by `DiskGuard`), or was not
-    /// tried because the database is open read-only.
+    /// tried: the database is open read-only, or RocksDB has a write error (it would answer
+    /// every sync with it until it recovers, and the log once a second).
     @discardableResult
     public func syncWAL() -> Bool {
-        if diskGuard.isReadOnly { return false }
+        if diskGuard.isFaulted || diskGuard.isReadOnly { return false }
         do {
             try syncWALOrFail()
             stats.walSyncs.increment()
