@@ -189,7 +189,7 @@ def test_a_graceful_sentinel_failover_loses_no_acknowledged_write(cluster):
 
 
 def roles(nodes):
-    return [n.client().execute_command("ROLE")[0] for n in nodes]
+    return [n.client().execute_command("ROLE")[0].decode() for n in nodes]
 
 
 def test_after_a_graceful_failover_every_node_restarts_from_its_own_file_in_its_new_role(cluster):
