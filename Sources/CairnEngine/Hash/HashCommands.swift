@@ -206,17 +206,6 @@ enum HashCommands {
         out.bytes.append(contentsOf: items.bytes)
     }
 
-    static func all(_ call: Call) throws(CommandError) -> [(field: [UInt8], value: [UInt8])] {
-        guard let meta = try call.collection(call[1], .hash) else { return [] }
-        var pairs: [(field: [UInt8], value: [UInt8])] = []
-        pairs.reserveCapacity(Int(min(meta.size, 1 << 20)))
-        try call.scanMembers(meta, of: call[1], .member) { field, value in
-            pairs.append((field, value))
-            return true
-        }
-        return pairs
-    }
-
     /// HRANDFIELD: https://redis.io/docs/latest/commands/hrandfield/
     static func randomField(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
         guard call.count <= 4 else { throw .syntax }

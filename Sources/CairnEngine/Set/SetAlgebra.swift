@@ -54,16 +54,6 @@ enum SetAlgebra {
         }
     }
 
-    /// The result as arrays (for callers that keep it); `limit` > 0 stops after that many.
-    static func members(_ operation: Operation, _ call: Call, _ keys: [[UInt8]], limit: Int = 0) throws(CommandError) -> [[UInt8]] {
-        var out: [[UInt8]] = []
-        try visit(operation, call, keys) { m in
-            out.append(Array(m))
-            return limit == 0 || out.count < limit
-        }
-        return out
-    }
-
     /// How many members the result has, up to `limit` when it is above 0 (SINTERCARD).
     static func count(_ operation: Operation, _ call: Call, _ keys: [[UInt8]], limit: Int = 0) throws(CommandError) -> Int {
         var n = 0

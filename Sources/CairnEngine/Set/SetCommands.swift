@@ -193,18 +193,6 @@ enum SetCommands {
         return try call.members(meta, of: key, .member, members).map { $0 != nil }
     }
 
-    /// Every member of set `key`, in byte order; empty when missing, WRONGTYPE for another type.
-    static func all(_ call: Call, _ key: [UInt8]) throws(CommandError) -> [[UInt8]] {
-        guard let meta = try call.collection(key, .set) else { return [] }
-        var members: [[UInt8]] = []
-        members.reserveCapacity(Int(min(meta.size, 1 << 20)))
-        try call.scanMembers(meta, of: key, .member) { sub, _ in
-            members.append(sub)
-            return true
-        }
-        return members
-    }
-
     /// SINTER, SUNION, SDIFF: the result as a set reply, written as it is computed.
     static func reply(_ operation: SetAlgebra.Operation, _ call: Call, _ keys: [[UInt8]], _ out: inout RESPWriter) throws(CommandError) {
         var items = RESPWriter(version: out.version)
