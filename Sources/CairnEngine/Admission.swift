@@ -23,8 +23,13 @@ extension Engine {
     /// The rules, without side effects.
     func screen(_ argv: [[UInt8]], session: Session) -> Screening {
         guard let first = argv.first else { return .unknown(CommandError("ERR", "empty command")) }
+        return screen(argv, session: session, looked: lookup(argv, first: first))
+    }
+
+    /// `screen` of a request whose command `looked` already is (`lookup`).
+    func screen(_ argv: [[UInt8]], session: Session, looked: Result<Command, CommandError>) -> Screening {
         let command: Command
-        switch lookup(argv, first: first) {
+        switch looked {
         case .failure(let error): return .unknown(error)
         case .success(let c): command = c
         }
@@ -97,15 +102,21 @@ extension Engine {
     }
 
     /// Runs one request through the door and its handler, and appends its reply to `out`;
-    /// returns what else it asks of the server.
+    /// returns what else it asks of the server. `admitted`: the door already admitted it
+    /// (`admit`), so it is neither looked up nor screened again.
     @discardableResult
-    public func execute(_ argv: [[UInt8]], session: Session, out: inout RESPWriter) -> Outcome {
-        executeOne(argv, session: session, out: &out)
+    public func execute(_ argv: [[UInt8]], session: Session, out: inout RESPWriter, admitted: Admitted? = nil) -> Outcome {
+        executeOne(argv, session: session, out: &out, admitted: admitted)
         return session.takeOutcome()
     }
 
     /// `execute`, leaving the outcome in the session for the caller to take with others.
-    func executeOne(_ argv: [[UInt8]], session: Session, out: inout RESPWriter) {
+    func executeOne(_ argv: [[UInt8]], session: Session, out: inout RESPWriter, admitted passed: Admitted? = nil) {
+        if let passed, !session.inTransaction {
+            admitted(passed.command.name, session: session)
+            run(passed.command, argv, session: session, out: &out)
+            return
+        }
         switch screen(argv, session: session) {
         case .unknown(let error):
             stats.commandsProcessed.increment()
@@ -140,8 +151,42 @@ extension Engine {
         }
     }
 
+    /// A request the door admitted, with its command: what `admit` hands the executor, so
+    /// that nothing after it looks the command up or screens the request again.
+    public struct Admitted: Sendable, Equatable {
+        let command: Command
+        public static func == (a: Admitted, b: Admitted) -> Bool { a.command.index == b.command.index }
+    }
+
+    /// What the door says of a request, and how the server runs it: `route`, and the admitted
+    /// command when it passed (nil when it did not, it is only queued in MULTI, or it is so
+    /// big that the screening itself runs off the worker: `execute` screens it then).
+    public struct Admission: Sendable {
+        public let route: Route
+        public let admitted: Admitted?
+    }
+
+    /// Looks the request's command up once, holds it for CLIENT PAUSE, screens it and picks its
+    /// executor by the command table (see `route`).
+    public func admit(_ argv: [[UInt8]], session: Session) -> Admission {
+        guard let first = argv.first else { return Admission(route: .alone, admitted: nil) }
+        let looked = lookup(argv, first: first)
+        if let wait = pauseDelay(looked, session: session) { return Admission(route: .paused(milliseconds: wait), admitted: nil) }
+        guard !session.inTransaction else { return Admission(route: .alone, admitted: nil) }
+        if argv.count > Engine.longArgumentCount { return Admission(route: .long, admitted: nil) }
+        guard case .admitted(let command) = screen(argv, session: session, looked: looked) else {
+            return Admission(route: .alone, admitted: nil)
+        }
+        let admitted = Admitted(command: command)
+        // Its keys are claimed by a big write committing in pieces on the long queue: queued
+        // behind it there, the request waits without holding up the worker.
+        if locks.hasClaims && locks.isClaimed(command.keys(in: argv), in: session.family) { return Admission(route: .long, admitted: admitted) }
+        if let rule = command.grouping, let kind = rule(argv, session) { return Admission(route: .grouped(kind), admitted: admitted) }
+        return Admission(route: command.flags.contains(.long) ? .long : .alone, admitted: admitted)
+    }
+
     /// Which executor the server runs a request with; chosen after the door, by the command table.
-    public enum Route: Equatable {
+    public enum Route: Equatable, Sendable {
         /// With its neighbours (`Command.grouping`): one MultiGet, or one write batch.
         case grouped(Command.Grouping)
         /// Off the worker, on the long-command queue, through `execute`.
@@ -149,6 +194,8 @@ extension Engine {
         /// Through `execute` on the worker (refused requests too, so their errors come from
         /// one place).
         case alone
+        /// Held for CLIENT PAUSE this long before it runs.
+        case paused(milliseconds: Int64)
     }
 
     /// Requests with more arguments than this run off the worker (`Route.long`).
@@ -160,16 +207,7 @@ extension Engine {
     /// so it would hold up the worker's other clients, or when a big write has claimed one of
     /// its keys; otherwise alone. Inside MULTI a request
     /// is only queued, which is quick: alone.
-    public func route(_ argv: [[UInt8]], session: Session) -> Route {
-        guard !session.inTransaction else { return .alone }
-        if argv.count > Engine.longArgumentCount { return .long }
-        guard case .admitted(let command) = screen(argv, session: session) else { return .alone }
-        // Its keys are claimed by a big write committing in pieces on the long queue: queued
-        // behind it there, the request waits without holding up the worker.
-        if locks.hasClaims && locks.isClaimed(command.keys(in: argv), in: session.family) { return .long }
-        if let rule = command.grouping, let kind = rule(argv, session) { return .grouped(kind) }
-        return command.flags.contains(.long) ? .long : .alone
-    }
+    public func route(_ argv: [[UInt8]], session: Session) -> Route { admit(argv, session: session).route }
 
     /// The grouping `route` picks for this request, if any.
     public func grouping(_ argv: [[UInt8]], session: Session) -> Command.Grouping? {

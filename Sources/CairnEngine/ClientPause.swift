@@ -43,9 +43,15 @@ extension Engine {
     /// or nil when it may run now. A request MULTI only queues is not held; its EXEC is, when
     /// it writes.
     public func pauseDelay(_ argv: [[UInt8]], session: Session) -> Int64? {
-        guard let (left, all) = pause.current(), let first = argv.first else { return nil }
+        guard let first = argv.first else { return nil }
+        return pauseDelay(lookup(argv, first: first), session: session)
+    }
+
+    /// `pauseDelay` of a request whose command `looked` already is (`admit`).
+    func pauseDelay(_ looked: Result<Command, CommandError>, session: Session) -> Int64? {
+        guard let (left, all) = pause.current() else { return nil }
         if all { return left }
-        guard let command = table.command(named: first) else { return nil }
+        guard case .success(let command) = looked else { return nil }
         if session.inTransaction && !command.flags.contains(.noMulti) { return nil }
         var writes = command.flags.contains(.write)
         if command.name == "exec", let queued = session.queued {

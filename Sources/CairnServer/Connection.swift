@@ -115,23 +115,20 @@ final class Connection: @unchecked Sendable {
             let context = ConnectionStateMachine.Context(
                 authenticated: session.authenticated, subscribed: session.subscriptionCount > 0,
                 outputLimit: worker.limits.outputBufferLimit, pubsubOutputLimit: worker.limits.pubsubOutputLimit)
-            let action = machine.next(context) { argv in
-                if let wait = engine.pauseDelay(argv, session: session) { return .paused(milliseconds: wait) }
-                return Connection.step(engine.route(argv, session: session))
-            }
+            let action = machine.next(context) { argv in Connection.step(engine.admit(argv, session: session)) }
             machine.output.version = session.protocolVersion
             switch action {
-            case .run(let argv):
+            case .run(let argv, let admitted):
                 let start = machine.position
-                let outcome = engine.execute(argv, session: session, out: &machine.output)
+                let outcome = engine.execute(argv, session: session, out: &machine.output, admitted: admitted)
                 if !carryOut(outcome, from: start) { return }
             case .stageBatched(let writes):
                 worker.stageBatched(writes, from: self)
             case .read(let gets, let stopPast):
                 let answered = engine.executePlainGets(gets, session: session, out: &machine.output, stopPast: stopPast)
                 machine.readDone(answered: answered)
-            case .runLong(let argv):
-                startLong(argv)
+            case .runLong(let argv, let admitted):
+                startLong(argv, admitted: admitted)
             case .stage(let writes):
                 worker.stage(writes, from: self)
             case .requestSync:
@@ -155,11 +152,12 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    static func step(_ route: Engine.Route) -> ConnectionStateMachine.Step {
-        switch route {
-        case .alone: .alone
-        case .long: .long
+    static func step(_ admission: Engine.Admission) -> ConnectionStateMachine.Step {
+        switch admission.route {
+        case .alone: .alone(admission.admitted)
+        case .long: .long(admission.admitted)
         case .grouped(let kind): .grouped(kind)
+        case .paused(let milliseconds): .paused(milliseconds: milliseconds)
         }
     }
 
@@ -243,13 +241,13 @@ final class Connection: @unchecked Sendable {
     /// for deferred work. The session is left to that queue meanwhile (nothing here touches it
     /// until `finishDeferred`, and a close waits for it, see `close`); the long queue is paused
     /// with the workers during a restore and drained before the database closes.
-    private func startLong(_ argv: [[UInt8]]) {
+    private func startLong(_ argv: [[UInt8]], admitted: Engine.Admitted?) {
         let version = session.protocolVersion
         let worker = worker
         let engine = worker.engine
         worker.longQueue.async { [self] in
             var reply = RESPWriter(version: version, capacity: 256)
-            var outcome = engine.execute(argv, session: session, out: &reply)
+            var outcome = engine.execute(argv, session: session, out: &reply, admitted: admitted)
             if let work = outcome.deferred {
                 outcome.deferred = nil
                 work(&reply)

@@ -20,10 +20,11 @@ import RESP
 ///   more requests run; past `client-output-buffer-limit` (or the pub/sub limit when
 ///   subscribed), or buffers a client that has not authenticated could not need, it closes.
 struct ConnectionStateMachine {
-    /// How a request runs, as the engine routes it (`Engine.route`) or CLIENT PAUSE holds it.
+    /// How a request runs, as the engine's door admits it (`Engine.admit`); `alone` and `long`
+    /// carry the admitted command (nil: the executor screens it), which the run action hands on.
     enum Step: Equatable {
-        case alone
-        case long
+        case alone(Engine.Admitted?)
+        case long(Engine.Admitted?)
         /// With its neighbours routed the same way, at most `Grouping.mostRequests` of them.
         case grouped(Command.Grouping)
         case paused(milliseconds: Int64)
@@ -31,9 +32,9 @@ struct ConnectionStateMachine {
 
     enum Action: Equatable {
         /// Run this request on the worker; report with `ran`.
-        case run([[UInt8]])
+        case run([[UInt8]], Engine.Admitted?)
         /// Run this request off the worker; report with `deferredDone`.
-        case runLong([[UInt8]])
+        case runLong([[UInt8]], Engine.Admitted?)
         /// Hand these consecutive collection writes to the worker's batch of every connection;
         /// report with `stagedWritesDone`.
         case stageBatched([[[UInt8]]])
@@ -317,11 +318,11 @@ struct ConnectionStateMachine {
             heldBack.insert(argv, at: 0)
             waiting = .pause
             return .retryAfter(milliseconds: milliseconds)
-        case .alone:
-            return .run(argv)
-        case .long:
+        case .alone(let admitted):
+            return .run(argv, admitted)
+        case .long(let admitted):
             waiting = .deferred
-            return .runLong(argv)
+            return .runLong(argv, admitted)
         case .grouped(let kind):
             let requests = group(from: argv, of: step, upTo: kind.mostRequests, context, route: route)
             switch kind {

@@ -14,8 +14,8 @@ import Testing
         case "SET": .grouped(.write)
         case "GET": .grouped(.read)
         case "HSET": .grouped(.batched)
-        case "DBSIZE": .long
-        default: .alone
+        case "DBSIZE": .long(nil)
+        default: .alone(nil)
         }
     }
 
@@ -46,7 +46,7 @@ import Testing
         var ran: [String] = []
         while true {
             let action = next()
-            guard case .run(let argv) = action else { return (ran, action) }
+            guard case .run(let argv, _) = action else { return (ran, action) }
             let name = String(decoding: argv[0], as: UTF8.self)
             let start = machine.position
             machine.output.simpleString(name)
@@ -162,7 +162,7 @@ import Testing
 
     @Test mutating func aLongRequestWaitsOffTheWorkerAndAParkedOneUntilServed() {
         read([["DBSIZE"], ["BLPOP", "q", "0"], ["PING"]])
-        #expect(next() == .runLong(Self.argv("DBSIZE")))
+        #expect(next() == .runLong(Self.argv("DBSIZE"), nil))
         #expect(next() == .wait)
         machine.output.integer(7)
         machine.deferredDone(.init(), from: 0)
@@ -266,12 +266,12 @@ import Testing
     @Test mutating func clientPauseHoldsTheRequestUntilRetried() {
         var paused = true
         read([["PING"]])
-        let route: ([[UInt8]]) -> Machine.Step = { _ in paused ? .paused(milliseconds: 50) : .alone }
+        let route: ([[UInt8]]) -> Machine.Step = { _ in paused ? .paused(milliseconds: 50) : .alone(nil) }
         #expect(machine.next(context, route: route) == .retryAfter(milliseconds: 50))
         #expect(machine.next(context, route: route) == .wait)
         paused = false
         machine.pauseEnded()
-        #expect(machine.next(context, route: route) == .run(Self.argv("PING")))
+        #expect(machine.next(context, route: route) == .run(Self.argv("PING"), nil))
     }
 
     @Test mutating func theQueryBufferLimitIsEnforcedOnRead() {
