@@ -1,4 +1,4 @@
-public import Synchronization
+import Synchronization
 
 /// CLIENT PAUSE: requests wait (they are not refused) until the pause ends, by its timeout or
 /// CLIENT UNPAUSE. `WRITE` holds write commands (and EXEC of a transaction that writes),

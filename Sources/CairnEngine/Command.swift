@@ -84,7 +84,7 @@ public struct Command: Sendable {
         set { unique().subcommands = newValue }
     }
     /// Position in the table's metrics (`CommandMetricsTable`), set by `CommandTable`.
-    internal(set) var index: Int {
+    var index: Int {
         get { storage.index }
         set { unique().index = newValue }
     }

@@ -1,4 +1,4 @@
-public import Synchronization
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif

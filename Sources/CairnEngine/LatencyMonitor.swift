@@ -1,4 +1,4 @@
-public import Synchronization
+import Synchronization
 
 /// Latency events as Redis's latency monitor keeps them: for each event class (`command`,
 /// `fast-command`), the latest spike, the worst, and one sample per second of the last 160

@@ -1,4 +1,4 @@
-public import Synchronization
+import Synchronization
 
 /// The clients in MONITOR mode, and the lines they are sent.
 /// https://redis.io/docs/latest/commands/monitor/

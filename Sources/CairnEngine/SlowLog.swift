@@ -1,4 +1,4 @@
-public import Synchronization
+import Synchronization
 
 /// The slow log: the latest requests that ran longer than `slowlog-log-slower-than`
 /// microseconds, at most `slowlog-max-len` of them, newest first.

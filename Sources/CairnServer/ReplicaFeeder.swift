@@ -151,7 +151,7 @@ final class ReplicaFeeder: @unchecked Sendable {
         defer { if handOverTarget != nil { engine.replication.abandonHandOver(record.id) } }
         while !stopped.load(ordering: .relaxed) && !isStopping() && engine.replication.feedGeneration == generation {
             out.reset()
-            let sent = try feed.read(into: &out, maxBytes: 4 << 20)
+            _ = try feed.read(into: &out, maxBytes: 4 << 20)
             if let target = handOverTarget, feed.next > target {
                 ReplicationFrame.takeoverReady(target, into: &out)
                 try socket.send(out.bytes)

@@ -45,7 +45,7 @@ struct ReplicationSocket {
                 throw Failure(description: "connecting to \(host):\(port): \(error != 0 ? String(cString: strerror(error)) : "timed out")")
             }
         }
-        var s = ReplicationSocket(fd: fd)
+        let s = ReplicationSocket(fd: fd)
         s.makeBlocking(receiveTimeoutMilliseconds: 1000, sendTimeoutSeconds: timeoutSeconds)
         Socket.configureClient(fd, keepalive: 60)
         return s

@@ -34,6 +34,7 @@ final class EngineHarness: @unchecked Sendable {
         run(words.map { Array($0.utf8) }, on: session)
     }
 
+    @discardableResult
     func run(_ argv: [[UInt8]], on session: Session? = nil) -> RESPValue {
         let s = session ?? self.session
         var out = RESPWriter(version: s.protocolVersion)

@@ -1,5 +1,5 @@
 import Dispatch
-public import Synchronization
+import Synchronization
 import Rocks
 #if canImport(Glibc)
 import Glibc

@@ -219,7 +219,7 @@ extension Replication {
         }
         // A big write the old primary was sending in pieces: completed here, as a primary's
         // start would (writes are still refused until the next line).
-        engine.locks.withAll { engine.finishPendingWrites() }
+        _ = engine.locks.withAll { engine.finishPendingWrites() }
         readOnly.store(false, ordering: .relaxed)
         try? engine.update { (c: inout Configuration) throws(CommandError) in c.replicaof = "" }
         save(dir: engine.configuration.dir, cleanAt: nil)
