@@ -8,7 +8,7 @@ import RESP
 import ServiceLifecycle
 
 enum DocExamples {
-    // README.md:98
+    // README.md:101
     static func example1(client: CairnClient, server: some Service, logger: Logger) async throws {
         let client = CairnClient(host: "127.0.0.1", port: 7379)       // password:, username: optional
         defer { client.close() }
