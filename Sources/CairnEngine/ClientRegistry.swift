@@ -1,5 +1,6 @@
 import RESP
 import Synchronization
+import CairnSync
 
 /// What other connections may know about a client: `CLIENT LIST`, `CLIENT KILL`, INFO clients.
 public final class ClientRecord: Sendable {

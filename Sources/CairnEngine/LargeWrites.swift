@@ -60,8 +60,8 @@ extension Engine {
         }
         // Unique even for two big writes (of different keys) that start at the same sequence.
         let key = Engine.pendingWritePrefix
-            + withUnsafeBytes(of: database.latestSequenceNumber.bigEndian) { Array($0) }
-            + withUnsafeBytes(of: LargeWrite.journalEntries.add(1, ordering: .relaxed).newValue.bigEndian) { Array($0) }
+            + BigEndian.bytes(database.latestSequenceNumber)
+            + BigEndian.bytes(LargeWrite.journalEntries.add(1, ordering: .relaxed).newValue)
         var journal = WriteBatch()
         journal.put(key, data, in: meta)
         // Only the last write waits for a sync (when asked): it syncs the earlier ones too.

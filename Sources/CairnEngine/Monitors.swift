@@ -1,4 +1,5 @@
 import Synchronization
+import CairnSync
 
 /// The clients in MONITOR mode, and the lines they are sent.
 /// https://redis.io/docs/latest/commands/monitor/

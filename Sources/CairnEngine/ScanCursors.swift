@@ -1,4 +1,5 @@
 import Synchronization
+import CairnSync
 
 /// Maps SCAN's numeric cursors to the key to resume after.
 ///

@@ -34,8 +34,7 @@ public enum ValueFormat {
         let type = value[0] & 0x0F
         if value[1] & 0x01 != 0 {
             guard value.count >= 10 else { return nil }
-            var ms: UInt64 = 0
-            for i in 2..<10 { ms = ms << 8 | UInt64(value[i]) }
+            let ms = BigEndian.read(UInt64.self, value[2..<10])
             return Header(type: type, expiresAt: Int64(bitPattern: ms), payloadOffset: 10)
         }
         return Header(type: type, expiresAt: nil, payloadOffset: 2)
@@ -58,8 +57,7 @@ public enum ValueFormat {
         out.append(version << 4 | type)
         if let expiresAt {
             out.append(expiryFlag)
-            let ms = UInt64(bitPattern: expiresAt)
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: ms >> UInt64(shift))) }
+            BigEndian.append(UInt64(bitPattern: expiresAt), to: &out)
         } else {
             out.append(0)
         }

@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import CairnSync
 #endif
 
 /// Threads for work that may run for seconds beside the workers: a big collection command run

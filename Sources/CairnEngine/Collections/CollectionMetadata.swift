@@ -55,11 +55,11 @@ struct CollectionMetadata: Equatable {
         let needed = type == .list ? 32 : 16
         guard bytes.count >= needed else { return nil }
         self.type = type
-        self.version = Self.uint64(bytes, at: 0)
-        self.size = Self.uint64(bytes, at: 8)
+        self.version = BigEndian.read(UInt64.self, bytes[0...])
+        self.size = BigEndian.read(UInt64.self, bytes[8...])
         if type == .list {
-            head = Self.uint64(bytes, at: 16)
-            tail = Self.uint64(bytes, at: 24)
+            head = BigEndian.read(UInt64.self, bytes[16...])
+            tail = BigEndian.read(UInt64.self, bytes[24...])
         }
         if bytes.count > needed && bytes[needed] == Self.homeMarker { home = Array(bytes[(needed + 1)...]) }
         self.expiresAt = expiresAt
@@ -71,11 +71,11 @@ struct CollectionMetadata: Equatable {
     var payload: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(32)
-        Self.append(version, to: &out)
-        Self.append(size, to: &out)
+        BigEndian.append(version, to: &out)
+        BigEndian.append(size, to: &out)
         if type == .list {
-            Self.append(head, to: &out)
-            Self.append(tail, to: &out)
+            BigEndian.append(head, to: &out)
+            BigEndian.append(tail, to: &out)
         }
         if let home {
             out.append(Self.homeMarker)
@@ -90,16 +90,6 @@ struct CollectionMetadata: Equatable {
         ValueFormat.appendHeader(to: &out, type: type.rawValue, expiresAt: expiresAt)
         out += payload
         return out
-    }
-
-    static func append(_ v: UInt64, to out: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
-    }
-
-    static func uint64(_ bytes: [UInt8], at offset: Int) -> UInt64 {
-        var v: UInt64 = 0
-        for i in offset..<offset + 8 { v = v << 8 | UInt64(bytes[i]) }
-        return v
     }
 }
 

@@ -28,13 +28,11 @@ enum MemberKeys {
         let name = Array(family.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(2 + name.count + 4 + key.count + 8 + 1)
-        out.append(UInt8(truncatingIfNeeded: name.count >> 8))
-        out.append(UInt8(truncatingIfNeeded: name.count))
+        BigEndian.append(UInt16(truncatingIfNeeded: name.count), to: &out)
         out += name
-        let n = UInt32(truncatingIfNeeded: key.count)
-        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: n >> UInt32(shift))) }
+        BigEndian.append(UInt32(truncatingIfNeeded: key.count), to: &out)
         out += key
-        CollectionMetadata.append(version, to: &out)
+        BigEndian.append(version, to: &out)
         return out
     }
 
@@ -52,7 +50,7 @@ enum MemberKeys {
     /// Where the range of one family's collections starts and ends (CF.DROP, FLUSHDB).
     static func familyRange(_ family: String) -> (lower: [UInt8], upper: [UInt8]) {
         let name = Array(family.utf8)
-        let lower = [UInt8(truncatingIfNeeded: name.count >> 8), UInt8(truncatingIfNeeded: name.count)] + name
+        let lower = BigEndian.bytes(UInt16(truncatingIfNeeded: name.count)) + name
         return (lower, Call.prefixEnd(lower) ?? lower + [0xFF])
     }
 
@@ -67,18 +65,16 @@ enum MemberKeys {
 
     static func parse(_ raw: UnsafeRawBufferPointer) -> Parsed? {
         guard raw.count >= 2 else { return nil }
-        let nameLength = Int(raw[0]) << 8 | Int(raw[1])
+        let nameLength = Int(BigEndian.read(UInt16.self, raw))
         var at = 2 + nameLength
         guard raw.count >= at + 4 else { return nil }
         let family = String(decoding: UnsafeRawBufferPointer(rebasing: raw[2..<at]), as: UTF8.self)
-        var keyLength = 0
-        for i in at..<at + 4 { keyLength = keyLength << 8 | Int(raw[i]) }
+        let keyLength = Int(BigEndian.read(UInt32.self, raw[at..<at + 4]))
         at += 4
         guard raw.count >= at + keyLength + 8 else { return nil }
         let key = Array(raw[at..<at + keyLength])
         at += keyLength
-        var version: UInt64 = 0
-        for i in at..<at + 8 { version = version << 8 | UInt64(raw[i]) }
+        let version = BigEndian.read(UInt64.self, raw[at..<at + 8])
         return Parsed(family: family, key: key, version: version, tagOffset: at + 8)
     }
 
@@ -86,36 +82,26 @@ enum MemberKeys {
     static func orderedScore(_ score: Double) -> [UInt8] {
         var bits = (score == 0 ? 0.0 : score).bitPattern  // -0 sorts as 0
         bits = bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
-        var out: [UInt8] = []
-        out.reserveCapacity(8)
-        CollectionMetadata.append(bits, to: &out)
-        return out
+        return BigEndian.bytes(bits)
     }
 
     static func score(ordered bytes: some Collection<UInt8>) -> Double {
-        var bits: UInt64 = 0
-        for b in bytes.prefix(8) { bits = bits << 8 | UInt64(b) }
+        var bits = BigEndian.read(UInt64.self, bytes)
         bits = bits & (1 << 63) != 0 ? bits & ~(1 << 63) : ~bits
         return Double(bitPattern: bits)
     }
 
     /// A double as stored in a sorted-set member's value (8 bytes, big-endian IEEE bits).
     static func scoreValue(_ score: Double) -> [UInt8] {
-        var out: [UInt8] = []
-        CollectionMetadata.append(score.bitPattern, to: &out)
-        return out
+        BigEndian.bytes(score.bitPattern)
     }
 
     static func score(value bytes: some Collection<UInt8>) -> Double {
-        var bits: UInt64 = 0
-        for b in bytes.prefix(8) { bits = bits << 8 | UInt64(b) }
-        return Double(bitPattern: bits)
+        Double(bitPattern: BigEndian.read(UInt64.self, bytes))
     }
 
     /// A list position as an 8-byte big-endian sub-key.
     static func position(_ p: UInt64) -> [UInt8] {
-        var out: [UInt8] = []
-        CollectionMetadata.append(p, to: &out)
-        return out
+        BigEndian.bytes(p)
     }
 }
