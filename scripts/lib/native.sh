@@ -71,16 +71,23 @@ cairn_write_pc() {
         "$prefix" "$name" "$description" "$libs" | cairn_sudo tee "/usr/local/lib/pkgconfig/$name.pc" >/dev/null
 }
 
-# Runs a ninja build, printing its progress as one line per tenth.
+# Runs a ninja build, printing its progress as one line per tenth. A shell loop, not awk:
+# Debian's mawk reads a pipe in blocks, so its lines came out only when the build ended.
 cairn_ninja_with_progress() {
     local label=$1 log=$2
     shift 2
-    ninja "$@" 2>&1 | tee "$log" | awk -v label="$label" '
-        /^\[[0-9]+\/[0-9]+\]/ {
-            split(substr($1, 2, length($1) - 2), n, "/")
-            step = int(n[1] * 10 / n[2])
-            if (step > shown) { shown = step; printf "%s: compile %d/%d\n", label, n[1], n[2] > "/dev/stderr"; fflush("/dev/stderr") }
-        }'
+    ninja "$@" 2>&1 | tee "$log" | {
+        local shown=0 line step
+        while IFS= read -r line; do
+            if [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]]; then
+                step=$(( BASH_REMATCH[1] * 10 / BASH_REMATCH[2] ))
+                if (( step > shown )); then
+                    shown=$step
+                    echo "$label: compile ${BASH_REMATCH[1]}/${BASH_REMATCH[2]}" >&2
+                fi
+            fi
+        done
+    }
     return "${PIPESTATUS[0]}"
 }
 
