@@ -10,6 +10,22 @@ enum Bytes {
         return c != 0 ? Int(c) : a.count - b.count
     }
 
+    /// Grows `value` to `count` bytes with zeros (SETRANGE, SETBIT, BITFIELD past the end), in
+    /// one allocation and a `memset`: appending `repeatElement(0, ...)` went byte by byte
+    /// through generic code, and an offset near 512 MB held a worker for minutes.
+    static func zeroExtend(_ value: inout [UInt8], to count: Int) {
+        let old = value.count
+        guard count > old else { return }
+        let grown = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            value.withUnsafeBytes { src in
+                if old > 0 { memcpy(buffer.baseAddress!, src.baseAddress!, old) }
+            }
+            memset(buffer.baseAddress! + old, 0, count - old)
+            initialized = count
+        }
+        value = grown
+    }
+
     /// Parses a signed 64-bit decimal as Redis's `string2ll` does: no spaces, no `+`, no leading
     /// zeros, nothing after the digits.
     static func int64(_ bytes: some Collection<UInt8>) -> Int64? {
@@ -39,17 +55,6 @@ enum Bytes {
     }
 
     static func int64(_ buffer: UnsafeRawBufferPointer) -> Int64? { int64(UnsafeRawBufferPointer(buffer)[...]) }
-
-    /// Parses a float as Redis's `string2ld` for INCRBYFLOAT: no spaces, no NaN.
-    static func double(_ bytes: some Collection<UInt8>) -> Double? {
-        guard !bytes.isEmpty, bytes.count < 5120 else { return nil }
-        guard let first = bytes.first, first != UInt8(ascii: " "), first != UInt8(ascii: "\t"),
-              let last = bytes.reversed().first, last != UInt8(ascii: " ")
-        else { return nil }
-        let text = String(decoding: bytes, as: UTF8.self)
-        guard let d = Double(text), !d.isNaN else { return nil }
-        return d
-    }
 
     static func decimal(_ n: Int64) -> [UInt8] { Array(String(n).utf8) }
 

@@ -208,6 +208,10 @@ public struct Command: Sendable {
         public static let long = Flags(rawValue: 1 << 10)
         /// Not entered in the slow log (EXEC: its commands are, one by one). Redis's `skip_slowlog`.
         public static let skipSlowlog = Flags(rawValue: 1 << 11)
+        /// May name no key at all (EVAL, FCALL and their variants with `numkeys` 0): COMMAND
+        /// GETKEYS answers an empty list for it where it refuses other commands' requests
+        /// without keys. Redis's `no_mandatory_keys`.
+        public static let noMandatoryKeys = Flags(rawValue: 1 << 12)
 
         /// Names as `COMMAND INFO` prints them.
         public var names: [String] {
@@ -221,6 +225,7 @@ public struct Command: Sendable {
             if contains(.stale) { out.append("stale") }
             if contains(.noTransaction) { out.append("no_multi") }
             if contains(.skipSlowlog) { out.append("skip_slowlog") }
+            if contains(.noMandatoryKeys) { out.append("no_mandatory_keys") }
             return out
         }
     }

@@ -63,7 +63,8 @@ extension Command {
                 return try call.collectionSize(call[1])
             }
             guard call.count > stop, let a = Bytes.int64(call[start]), let b = Bytes.int64(call[stop]) else { return 0 }
-            if a >= 0 && b >= 0 { return b >= a ? UInt64(b - a + 1) : 0 }
+            // Counted in UInt64: `0 9223372036854775807` spans one more than Int64 holds.
+            if a >= 0 && b >= 0 { return b >= a ? UInt64(b - a) + 1 : 0 }
             return try call.collectionSize(call[1])
         }
     }

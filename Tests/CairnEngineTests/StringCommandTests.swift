@@ -38,7 +38,8 @@ import Testing
         #expect(h.run("INCR", "lead") == .error("ERR value is not an integer or out of range"))
         h.run("SET", "f", "10.50")
         #expect(h.run("INCRBYFLOAT", "f", "0.1") == .bulk("10.6"))
-        #expect(h.run("INCRBYFLOAT", "f", "5.0e3") == .bulk("5010.6"))
+        // A C long double's digits, as redis-server 7.0 answers (10.6 is not exact there).
+        #expect(h.run("INCRBYFLOAT", "f", "5.0e3") == .bulk("5010.60000000000000009"))
         #expect(h.run("INCRBYFLOAT", "s", "1") == .error("ERR value is not a valid float"))
     }
 

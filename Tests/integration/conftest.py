@@ -5,6 +5,7 @@ the cairn-cli binary the same way; by default .build/debug/cairn-cli.
 """
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +18,42 @@ import redis
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.environ.get("CAIRND", os.path.join(ROOT, ".build", "debug", "cairnd"))
 CLI = os.environ.get("CAIRN_CLI", os.path.join(ROOT, ".build", "debug", "cairn-cli"))
+# The reference for the tests that compare with Redis (None: they skip).
+REDIS_SERVER = shutil.which("redis-server")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """One redis-server process on a free port, without persistence."""
+
+    def __init__(self, *args):
+        self.directory = tempfile.mkdtemp(prefix="cairn-redis-")
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
+             "--dir", self.directory, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while True:
+            try:
+                redis.Redis(port=self.port).ping()
+                return
+            except redis.ConnectionError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def client(self, **kwargs):
+        return redis.Redis(port=self.port, socket_timeout=30, **kwargs)
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class Cairnd:

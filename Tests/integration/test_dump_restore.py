@@ -2,51 +2,15 @@
 move both ways for every type and every encoding Redis 7.0 writes (listpack, intset,
 quicklist, skiplist, hashtable; strings raw, integer and LZF-compressed)."""
 import os
-import shutil
-import socket
 import subprocess
-import tempfile
 import time
 
 import pytest
 import redis
 
-from conftest import CLI, Cairnd
+from conftest import CLI, REDIS_SERVER, Cairnd, RedisServer, free_port
 
-REDIS_SERVER = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class RedisServer:
-    def __init__(self, *args):
-        self.directory = tempfile.mkdtemp(prefix="cairn-redis-")
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--dir", self.directory, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
-        while True:
-            try:
-                redis.Redis(port=self.port).ping()
-                return
-            except redis.ConnectionError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def client(self, **kwargs):
-        return redis.Redis(port=self.port, socket_timeout=30, **kwargs)
-
-    def stop(self):
-        self.process.kill()
-        self.process.wait()
-        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -58,8 +58,12 @@ def test_increments(r):
     r.hset("h", "big", str(2**63 - 1))
     with pytest.raises(redis.ResponseError, match="^increment or decrement would overflow$"):
         r.hincrby("h", "big", 1)
-    with pytest.raises(redis.ResponseError, match="^increment would produce NaN or Infinity$"):
+    # An infinite increment is refused before the field is read, with Redis 7.0's own text.
+    with pytest.raises(redis.ResponseError, match="^value is NaN or Infinity$"):
         r.execute_command("HINCRBYFLOAT", "h", "f", "inf")
+    r.hset("h", "huge", "1e4932")  # near the largest long double
+    with pytest.raises(redis.ResponseError, match="^increment would produce NaN or Infinity$"):
+        r.execute_command("HINCRBYFLOAT", "h", "huge", "1e4932")
 
 
 def test_errors_and_wrongtype(r):

@@ -60,14 +60,11 @@ extension Call {
     }
 
     /// A blocking command's timeout argument, in seconds with decimals, as milliseconds (0:
-    /// forever), with Redis 7.0's errors.
+    /// forever), read and checked as Redis 7.0 does (`timeout(_:_:)`).
     func blockTimeout(_ i: Int) throws(CommandError) -> Int64 {
-        guard let seconds = Bytes.double(argv[i]) else { throw CommandError("ERR", "timeout is not a float or out of range") }
-        let ms = (seconds * 1000).rounded(.towardZero)
-        // Redis converts to a 64-bit integer; what does not fit ends up negative there.
-        guard ms.isFinite, ms < 9.2e18, ms >= 0 else { throw CommandError("ERR", "timeout is negative") }
-        // Longer than a century waits as long as forever does.
-        return min(Int64(ms), 100 * 365 * 86_400_000)
+        // Longer than a century waits as long as forever does. (Redis 7.0 adds the timeout to
+        // the clock unchecked: one past the 64-bit range there wraps and times out at once.)
+        min(try timeout(i, .seconds), 100 * 365 * 86_400_000)
     }
 }
 

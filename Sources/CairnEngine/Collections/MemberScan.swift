@@ -9,9 +9,10 @@ struct MemberScan {
     var pattern: [UInt8]?
     var count = 10
 
-    /// Parses `cursor [MATCH pattern] [COUNT count]` from argument 2 on.
-    init(_ call: Call) throws(CommandError) {
-        guard let cursor = UInt64(call.text(2)) else { throw CommandError("ERR", "invalid cursor") }
+    init(cursor: UInt64) { self.cursor = cursor }
+
+    /// Parses `[MATCH pattern] [COUNT count]` from argument 3 on.
+    init(_ call: Call, cursor: UInt64) throws(CommandError) {
         self.cursor = cursor
         var i = 3
         while i < call.count {
@@ -36,7 +37,12 @@ struct MemberScan {
         _ call: Call, _ type: KeyType, _ out: inout RESPWriter,
         value: ((_ stored: [UInt8], _ out: inout RESPWriter) -> Void)? = nil
     ) throws(CommandError) {
-        let page = try MemberScan(call).page(call, try call.collection(call[1], type), of: call[1])
+        // Redis's order: the cursor, then the key (WRONGTYPE; a missing key is an empty page
+        // whatever the options), then the options.
+        let cursor = try call.scanCursor(2)
+        let meta = try call.collection(call[1], type)
+        let scan = meta == nil ? MemberScan(cursor: cursor) : try MemberScan(call, cursor: cursor)
+        let page = try scan.page(call, meta, of: call[1])
         out.arrayHeader(2)
         out.bulk(String(page.next))
         out.arrayHeader(value == nil ? page.items.count : page.items.count * 2)

@@ -50,6 +50,18 @@ enum RandomMembers {
         return picked
     }
 
+    /// `key [count [WITHSCORES|WITHVALUES]]` of ZRANDMEMBER and HRANDFIELD, checked in Redis's
+    /// order: the count, then the words after it, then (with values) a count whose reply of
+    /// pairs would overflow. nil count: none given.
+    static func arguments(_ call: Call, with word: StaticString) throws(CommandError) -> (count: Int64?, withValues: Bool) {
+        guard call.count >= 3 else { return (nil, false) }
+        let count = try call.randomCount(2)
+        guard call.count == 3 || (call.count == 4 && call[3].isKeyword(word)) else { throw .syntax }
+        let withValues = call.count == 4
+        if withValues && count.magnitude > UInt64(Int64.max / 2) { throw CommandError("ERR", "value is out of range") }
+        return (count, withValues)
+    }
+
     /// Refuses a negative count (members may repeat, so any count is possible) whose reply,
     /// at the sample's average size, would pass `proto-max-bulk-len`: Redis would build it,
     /// and such a count (HRANDFIELD key -4611686018427387000) took the process's whole memory.

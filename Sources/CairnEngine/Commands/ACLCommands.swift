@@ -77,12 +77,8 @@ enum ACLCommands {
                 out.simpleString("OK")
                 return
             }
-            var count: Int? = nil
-            if call.count == 3 {
-                let n = try call.integer(2)
-                guard n >= 0 else { throw CommandError("ERR", "value is out of range, must be positive") }
-                count = Int(clamping: n)
-            }
+            // Redis's default of 10 entries; a negative count lists nothing.
+            let count = try call.count == 3 ? Int(clamping: max(call.integer(2), 0)) : 10
             log.write(count: count, to: &out)
         },
         Command("acl|save", arity: 2, flags: [.admin], group: "server", since: "6.0.0",

@@ -32,7 +32,7 @@ enum BitCommands {
                 let needed = offset / 8 + 1
                 if value.count < needed {
                     try call.checkSize(needed)
-                    value.append(contentsOf: repeatElement(0, count: needed - value.count))
+                    Bytes.zeroExtend(&value, to: needed)
                 }
                 let previous = bit(value, offset)
                 let mask = UInt8(0x80) >> UInt8(offset % 8)
@@ -302,7 +302,7 @@ enum BitCommands {
             let needed = ops.filter { $0.kind != .get }.map { ($0.offset + $0.bits + 7) / 8 }.max() ?? 0
             if value.count < needed {
                 try call.checkSize(needed)
-                value.append(contentsOf: repeatElement(0, count: needed - value.count))
+                Bytes.zeroExtend(&value, to: needed)
             }
             var replies: [Int64?] = []
             for op in ops {

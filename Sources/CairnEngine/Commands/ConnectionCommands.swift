@@ -49,7 +49,7 @@ enum ConnectionCommands {
         Command("select", arity: 2, flags: [.fast], group: "connection",
                 summary: "Changes the selected database (Cairn has database 0; column families take the role of databases).",
                 arguments: "index") { call, out throws(CommandError) in
-            guard try call.integer(1) == 0 else { throw CommandError("ERR", "DB index is out of range") }
+            guard try call.int32(1) == 0 else { throw CommandError("ERR", "DB index is out of range") }
             out.simpleString("OK")
         },
         Command("client", arity: -2, group: "connection", summary: "A container for client connection commands.",
@@ -174,7 +174,7 @@ enum ClientCommands {
             while i < call.count {
                 if call[i].isKeyword("ID"), i + 1 < call.count {
                     var set = Set<Int64>()
-                    for j in (i + 1)..<call.count { set.insert(try call.integer(j)) }
+                    for j in (i + 1)..<call.count { set.insert(try call.integer(j, in: Int64.min...Int64.max, message: "Invalid client ID")) }
                     ids = set
                     break
                 } else if call[i].isKeyword("TYPE"), i + 1 < call.count {
@@ -213,17 +213,21 @@ enum ClientCommands {
         Command("client|pause", arity: -3, flags: [.admin], group: "connection", since: "3.0.0",
                 summary: "Suspends commands of every client (writes only, with WRITE) for a time.", arguments: "timeout [WRITE|ALL]") {
             call, out throws(CommandError) in
-            guard let timeout = Bytes.int64(call[2]) else { throw CommandError("ERR", "timeout is not an integer or out of range") }
-            guard timeout >= 0 else { throw CommandError("ERR", "timeout is negative") }
+            guard call.count <= 4 else {
+                throw CommandError("ERR", "unknown subcommand or wrong number of arguments for '\(call.text(1))'. Try CLIENT HELP.")
+            }
+            // The mode before the timeout, as Redis checks them.
             var all = true
             if call.count == 4 {
                 if call[3].isKeyword("WRITE") { all = false }
                 else if !call[3].isKeyword("ALL") { throw CommandError("ERR", "CLIENT PAUSE mode must be WRITE or ALL") }
-            } else if call.count > 4 {
-                throw .syntax
             }
+            let timeout = try call.timeout(2, .milliseconds)
+            // Differs from Redis 7.0, whose end time wraps past the 64-bit range into the past
+            // (OK, and no pause): refused as Redis 7.2 does, rather than pausing forever.
             let (end, overflow) = Clock.milliseconds().addingReportingOverflow(timeout)
-            call.engine.pause.pause(until: overflow ? .max : end, all: all)
+            guard !overflow else { throw CommandError("ERR", "timeout is out of range") }
+            call.engine.pause.pause(until: end, all: all)
             out.simpleString("OK")
         },
         Command("client|unpause", arity: 2, flags: [.admin], group: "connection", since: "6.2.0",
@@ -256,8 +260,7 @@ enum ClientCommands {
             // Each filter's value checked as Redis 7 does: a filter that matches nothing must
             // not quietly match everyone instead.
             if call[i].isKeyword("ID") {
-                guard let n = Bytes.int64(call[i + 1]), n > 0 else { throw CommandError("ERR", "client-id should be greater than 0") }
-                id = n
+                id = try call.integer(i + 1, in: 1...Int64.max, message: "client-id should be greater than 0")
             }
             else if call[i].isKeyword("ADDR") { addr = value }
             else if call[i].isKeyword("LADDR") { laddr = value }

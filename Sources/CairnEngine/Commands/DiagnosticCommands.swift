@@ -47,10 +47,7 @@ enum DiagnosticCommands {
                 throw CommandError("ERR", "unknown subcommand or wrong number of arguments for 'get'. Try SLOWLOG HELP.")
             }
             if call.count == 3 {
-                guard let n = Bytes.int64(call[2]), n >= -1 else {
-                    throw CommandError("ERR", "count should be greater than or equal to -1")
-                }
-                count = Int(n)
+                count = Int(try call.integer(2, in: -1...Int64.max, message: "count should be greater than or equal to -1"))
             }
             let entries = call.engine.stats.slowLog.latest(count)
             out.arrayHeader(entries.count)

@@ -209,7 +209,7 @@ enum KeyCommands {
             if call[i].isKeyword("REPLACE") {
                 replace = true
             } else if call[i].isKeyword("DB"), i + 1 < call.count {
-                guard try call.integer(i + 1) == 0 else { throw CommandError("ERR", "DB index is out of range") }
+                guard try call.int32(i + 1) == 0 else { throw CommandError("ERR", "DB index is out of range") }
                 i += 1
             } else {
                 throw .syntax
@@ -229,7 +229,7 @@ enum KeyCommands {
     }
 
     static func scan(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
-        guard let cursor = UInt64(call.text(1)) else { throw CommandError("ERR", "invalid cursor") }
+        let cursor = try call.scanCursor(1)
         var pattern: [UInt8]? = nil
         var count = 10
         var typeFilter: [UInt8]? = nil

@@ -31,7 +31,9 @@ enum MemoryCommands {
             var i = 3
             while i < call.count {
                 guard call[i].isKeyword("SAMPLES"), i + 1 < call.count else { throw .syntax }
-                guard let n = Bytes.int64(call[i + 1]), n >= 0 else { throw .notInteger }
+                // A negative count is a syntax error in Redis, not a range error.
+                let n = try call.integer(i + 1)
+                guard n >= 0 else { throw .syntax }
                 samples = Int(clamping: n)
                 i += 2
             }

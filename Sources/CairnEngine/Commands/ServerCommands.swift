@@ -194,14 +194,19 @@ enum CommandCommands {
                 writeDocs(c, to: &out)
             }
         },
-        Command("command|getkeys", arity: -3, flags: [.loading, .stale], group: "server", since: "2.8.13",
+        Command("command|getkeys", arity: -4, flags: [.loading, .stale], group: "server", since: "2.8.13",
                 summary: "Extracts the key names from an arbitrary command.", arguments: "command [arg [arg ...]]") {
             call, out throws(CommandError) in
             let argv = Array(call.argv.dropFirst(2))
             guard let c = call.engine.table.find(Bytes.text(argv[0])) else { throw CommandError("ERR", "Invalid command specified") }
+            // Redis's checks in its order: keys at all, then the arity, then this request's keys
+            // (none: a malformed numkeys, or EVAL's 0).
+            guard c.firstKey > 0 || c.movableKeys != nil else { throw CommandError("ERR", "The command has no key arguments") }
             guard c.accepts(argv.count) else { throw CommandError("ERR", "Invalid number of arguments specified for command") }
             let keys = c.keys(in: argv)
-            guard !keys.isEmpty else { throw CommandError("ERR", "The command has no key arguments") }
+            guard !keys.isEmpty || c.flags.contains(.noMandatoryKeys) else {
+                throw CommandError("ERR", "Invalid arguments specified for command")
+            }
             out.arrayHeader(keys.count)
             for k in keys { out.bulk(k) }
         },

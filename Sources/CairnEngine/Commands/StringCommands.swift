@@ -161,17 +161,20 @@ enum StringCommands {
         Command("incrbyfloat", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
                 summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
                 arguments: "key increment") { call, out throws(CommandError) in
-            guard let delta = Bytes.double(call[2]) else { throw .notFloat }
+            // In a C long double, as Redis computes it: its range and digits (1.7e308 + 1.7e308
+            // is a number there, printed in full). The key is read first (WRONGTYPE before a
+            // bad increment), as in Redis.
             let text = try call.locked(call[1]) { () throws(CommandError) -> String in
                 let old = try call.read(call[1])
-                var base = 0.0
+                var base: LongDouble = 0
                 if let old {
-                    guard let v = Bytes.double(old.payload) else { throw .notFloat }
+                    guard let v = LongDoubles.parse(old.payload) else { throw .notFloat }
                     base = v
                 }
+                guard let delta = LongDoubles.parse(call[2]) else { throw .notFloat }
                 let result = base + delta
                 guard result.isFinite else { throw CommandError("ERR", "increment would produce NaN or Infinity") }
-                let text = Bytes.humanDouble(result)
+                let text = LongDoubles.human(result)
                 try call.write(call[1], Array(text.utf8), expiresAt: old?.expiresAt)
                 return text
             }
@@ -260,15 +263,16 @@ enum StringCommands {
     }
 
     static func getex(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
+        enum Option { case none, persist, expiry(at: Int, ExpiryUnit, absolute: Bool) }
         enum Change { case none, persist, at(Int64) }
-        var change = Change.none
+        var option = Option.none
         var i = 2
         while i < call.count {
             let a = call[i]
-            if a.isKeyword("PERSIST"), case .none = change {
-                change = .persist
-            } else if i + 1 < call.count, case .none = change, let (unit, absolute) = expiryOption(a) {
-                change = .at(try call.expiry(call.integer(i + 1), unit, absolute: absolute))
+            if a.isKeyword("PERSIST"), case .none = option {
+                option = .persist
+            } else if i + 1 < call.count, case .none = option, let (unit, absolute) = expiryOption(a) {
+                option = .expiry(at: i + 1, unit, absolute: absolute)
                 i += 1
             } else {
                 throw .syntax
@@ -277,7 +281,15 @@ enum StringCommands {
         }
         let key = call[1]
         let value = try call.locked(key) { () throws(CommandError) -> StoredValue? in
+            // The time is checked once the key is found, as Redis does: a missing key answers
+            // nil, another type WRONGTYPE, whatever the time given.
             guard let old = try call.read(key) else { return nil }
+            let change: Change
+            switch option {
+            case .none: change = .none
+            case .persist: change = .persist
+            case .expiry(let at, let unit, let absolute): change = .at(try call.expiry(call.integer(at), unit, absolute: absolute))
+            }
             switch change {
             case .none: break
             case .persist: if old.expiresAt != nil { try call.write(key, old.payload) }
@@ -317,7 +329,7 @@ enum StringCommands {
             if overflow || end > limit { throw CommandError("ERR", "string exceeds maximum allowed size (proto-max-bulk-len)") }
             try call.checkSize(Int(end))
             var value = old?.payload ?? []
-            if value.count < Int(end) { value.append(contentsOf: repeatElement(0, count: Int(end) - value.count)) }
+            Bytes.zeroExtend(&value, to: Int(end))
             value.replaceSubrange(Int(offset)..<Int(end), with: patch)
             try call.write(call[1], value, expiresAt: old?.expiresAt)
             return value.count

@@ -124,18 +124,20 @@ enum HashCommands {
         Command("hincrbyfloat", arity: 4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.6.0",
                 summary: "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.",
                 arguments: "key field increment") { call, out throws(CommandError) in
-            guard let delta = Bytes.double(call[3]) else { throw .notFloat }
+            // In a C long double, as INCRBYFLOAT (StringCommands).
+            guard let delta = LongDoubles.parse(call[3]) else { throw .notFloat }
+            guard delta.isFinite else { throw CommandError("ERR", "value is NaN or Infinity") }
             let text = try call.locked(call[1]) { () throws(CommandError) -> String in
                 var change = try call.change(call[1], .hash)
                 let old = change.existed ? try call.member(change, .member, call[2]) : nil
-                var base = 0.0
+                var base: LongDouble = 0
                 if let old {
-                    guard let v = Bytes.double(old) else { throw CommandError("ERR", "hash value is not a float") }
+                    guard let v = LongDoubles.parse(old) else { throw CommandError("ERR", "hash value is not a float") }
                     base = v
                 }
                 let sum = base + delta
                 guard sum.isFinite else { throw CommandError("ERR", "increment would produce NaN or Infinity") }
-                let text = Bytes.humanDouble(sum)
+                let text = LongDoubles.human(sum)
                 change.put(.member, call[2], Array(text.utf8))
                 if old == nil { change.meta.size += 1 }
                 try call.commit(change)
@@ -208,14 +210,7 @@ enum HashCommands {
 
     /// HRANDFIELD: https://redis.io/docs/latest/commands/hrandfield/
     static func randomField(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
-        guard call.count <= 4 else { throw .syntax }
-        var withValues = false
-        if call.count == 4 {
-            guard call[3].isKeyword("WITHVALUES") else { throw .syntax }
-            withValues = true
-        }
-        let count: Int64? = call.count >= 3 ? try call.integer(2) : nil
-        if let count, withValues, count.magnitude > UInt64(Int64.max / 2) { throw CommandError("ERR", "value is out of range") }
+        let (count, withValues) = try RandomMembers.arguments(call, with: "WITHVALUES")
         let meta = try call.collection(call[1], .hash)
         guard let count else {
             guard let meta, let pick = try RandomMembers.pick(call, meta, of: call[1], count: 1, distinct: true).first else { out.null(); return }

@@ -29,7 +29,7 @@ enum BlockingListCommands {
                 arguments: "source destination timeout") { call, out throws(CommandError) in
             try blockingMove(call, .right, .left, timeoutAt: 3, &out)
         },
-        Command("blmpop", arity: -5, flags: [.write], keys: (3, -1, 1), group: "list", since: "7.0.0",
+        Command("blmpop", arity: -5, flags: [.write], keys: (0, 0, 0), group: "list", since: "7.0.0",
                 summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
                 arguments: "timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]") { call, out throws(CommandError) in
             let request = try MultiPop(call, numkeysAt: 2)
@@ -41,7 +41,7 @@ enum BlockingListCommands {
                 MultiPop.reply(key, elements, &out)
                 return true
             }
-        },
+        }.movingKeys { SetCommands.numberedKeys($0, countAt: 2) },
     ]
 
     /// BLPOP and BRPOP: `[key, element]`, or a null array on timeout.

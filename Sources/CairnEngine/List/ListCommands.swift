@@ -79,8 +79,14 @@ enum ListCommands {
         }.measuringRange(start: 2, stop: 3),
         Command("lindex", arity: 3, flags: [.readonly], keys: (1, 1, 1), group: "list", since: "1.0.0",
                 summary: "Returns an element from a list by its index.", arguments: "key index") { call, out throws(CommandError) in
+            // The key before the index, as Redis checks them: a missing key is nil whatever
+            // the index.
+            guard let meta = try call.list(call[1]) else {
+                out.null()
+                return
+            }
             let index = try call.integer(2)
-            guard let meta = try call.list(call[1]), let p = call.position(ofIndex: index, in: meta),
+            guard let p = call.position(ofIndex: index, in: meta),
                   let value = try call.member(meta, of: call[1], .member, MemberKeys.position(p)) else {
                 out.null()
                 return
@@ -90,9 +96,10 @@ enum ListCommands {
         Command("lset", arity: 4, flags: [.write], keys: (1, 1, 1), group: "list", since: "1.0.0",
                 summary: "Sets the value of an element in a list by its index.", arguments: "key index element") {
             call, out throws(CommandError) in
-            let index = try call.integer(2)
             try call.locked(call[1]) { () throws(CommandError) in
+                // The key before the index, as Redis checks them.
                 guard let meta = try call.list(call[1]) else { throw .noSuchKey }
+                let index = try call.integer(2)
                 guard let p = call.position(ofIndex: index, in: meta) else { throw CommandError("ERR", "index out of range") }
                 var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
                 change.put(.member, MemberKeys.position(p), call[3])
@@ -123,9 +130,7 @@ enum ListCommands {
                 arguments: "source destination") { call, out throws(CommandError) in
             if let e = try call.move(call[1], call[2], .right, .left) { out.bulk(e) } else { out.null() }
         },
-        // Keys: numkeys' keys; the table's (first, last, step) cannot say so, so it names every
-        // argument from the first key on (what EXEC locks).
-        Command("lmpop", arity: -4, flags: [.write], keys: (2, -1, 1), group: "list", since: "7.0.0",
+        Command("lmpop", arity: -4, flags: [.write], keys: (0, 0, 0), group: "list", since: "7.0.0",
                 summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
                 arguments: "numkeys key [key ...] LEFT|RIGHT [COUNT count]") { call, out throws(CommandError) in
             let request = try MultiPop(call, numkeysAt: 1)
@@ -134,7 +139,7 @@ enum ListCommands {
             } else {
                 out.nullArray()
             }
-        },
+        }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
     ]
 
     /// LPUSH, RPUSH, LPUSHX, RPUSHX: the list's length after the push (0 for the X forms on a
@@ -157,22 +162,17 @@ enum ListCommands {
     /// LPOP and RPOP: https://redis.io/docs/latest/commands/lpop/
     static func pop(_ call: Call, _ end: ListEnd, _ out: inout RESPWriter) throws(CommandError) {
         guard call.count <= 3 else { throw .arity(call.name) }
-        var count: Int64? = nil
-        if call.count == 3 {
-            guard let n = Bytes.int64(call[2]), n >= 0 else { throw CommandError("ERR", "value is out of range, must be positive") }
-            count = n
-        }
+        let count: Int64? = try call.count == 3 ? call.positiveInteger(2) : nil
         let popped = try call.locked(call[1]) { () throws(CommandError) -> [[UInt8]]? in
             guard var change = try call.existing(call[1], .list) else { return nil }
             let elements = try call.pop(Int(clamping: count ?? 1), from: end, of: &change)
             if !elements.isEmpty { try call.commit(change) }
             return elements
         }
-        guard let count else {
+        guard count != nil else {
             if let e = popped?.first { out.bulk(e) } else { out.null() }
             return
         }
-        _ = count
         guard let popped else {
             out.nullArray()
             return
@@ -284,12 +284,10 @@ enum ListCommands {
                     throw CommandError("ERR", "RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
                 }
             } else if call[i].isKeyword("COUNT") {
-                let n = try call.integer(i + 1)
-                guard n >= 0 else { throw CommandError("ERR", "COUNT can't be negative") }
-                count = n
+                // Redis answers these texts for a non-integer too.
+                count = try call.positiveInteger(i + 1, message: "COUNT can't be negative")
             } else if call[i].isKeyword("MAXLEN") {
-                maxlen = try call.integer(i + 1)
-                guard maxlen >= 0 else { throw CommandError("ERR", "MAXLEN can't be negative") }
+                maxlen = try call.positiveInteger(i + 1, message: "MAXLEN can't be negative")
             } else {
                 throw .syntax
             }
@@ -334,21 +332,8 @@ struct MultiPop {
     var count = 1
 
     init(_ call: Call, numkeysAt at: Int) throws(CommandError) {
-        guard let n = Bytes.int64(call[at]), n > 0 else { throw CommandError("ERR", "numkeys should be greater than 0") }
-        guard n <= call.count - at - 2 else { throw .syntax }
-        let numkeys = Int(n)
-        keys = Array(call.argv[(at + 1)...(at + numkeys)])
-        guard let end = ListEnd(call[at + numkeys + 1]) else { throw .syntax }
-        self.end = end
-        var i = at + numkeys + 2
-        var counted = false
-        while i < call.count {
-            guard !counted, call[i].isKeyword("COUNT"), i + 1 < call.count else { throw .syntax }
-            guard let c = Bytes.int64(call[i + 1]), c > 0 else { throw CommandError("ERR", "count should be greater than 0") }
-            count = Int(clamping: c)
-            counted = true
-            i += 2
-        }
+        let parsed = try call.multiPop(numkeysAt: at) { ListEnd($0) }
+        (keys, end, count) = (parsed.keys, parsed.end, parsed.count)
     }
 
     /// `[key, [element ...]]`.

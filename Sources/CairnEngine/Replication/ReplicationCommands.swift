@@ -113,8 +113,7 @@ enum ReplicationCommands {
             throw CommandError("ERR", "WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
         }
         let needed = try call.integer(1)
-        guard let timeout = Int64(call.text(2)) else { throw CommandError("ERR", "timeout is not an integer or out of range") }
-        guard timeout >= 0 else { throw CommandError("ERR", "timeout is negative") }
+        let timeout = try call.timeout(2, .milliseconds)
         // Every write acknowledged before this WAIT has a sequence number at most this.
         let target = engine.database.latestSequenceNumber
         let now = engine.replication.replicasAcknowledging(target)

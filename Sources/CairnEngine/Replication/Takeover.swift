@@ -109,11 +109,10 @@ enum FailoverCommand {
         var i = 1
         while i < call.count {
             if call[i].isKeyword("TO") && i + 2 < call.count {
-                guard let port = Int(call.text(i + 2)) else { throw .notInteger }
-                target = (call.text(i + 1), port)
+                target = (call.text(i + 1), Int(try call.integer(i + 2)))
                 i += 3
             } else if call[i].isKeyword("TIMEOUT") && i + 1 < call.count {
-                guard let t = Int(call.text(i + 1)), t > 0 else { throw CommandError("ERR", "FAILOVER timeout must be greater than 0") }
+                guard try call.integer(i + 1) > 0 else { throw CommandError("ERR", "FAILOVER timeout must be greater than 0") }
                 i += 2
             } else if call[i].isKeyword("FORCE") {
                 i += 1

@@ -18,19 +18,15 @@ enum FunctionCommands {
     ]
 
     private static func fcallCommand(_ name: String, summary: String, readOnly: Bool) -> Command {
-        Command(name, arity: -3, flags: readOnly ? [.readonly, .long, .stale] : [.long, .stale], group: "scripting",
-                since: "7.0.0", summary: summary, arguments: "function numkeys [key [key ...]] [arg [arg ...]]") {
+        Command(name, arity: -3, flags: readOnly ? [.readonly, .long, .stale, .noMandatoryKeys] : [.long, .stale, .noMandatoryKeys],
+                group: "scripting", since: "7.0.0", summary: summary, arguments: "function numkeys [key [key ...]] [arg [arg ...]]") {
             call, out throws(CommandError) in
             let scripting = call.engine.scripting
             guard let (library, function) = try scripting.libraries(call.engine).function(named: call.text(1)) else { throw notFound }
-            guard let n = Bytes.int64(call[2]) else { throw CommandError("ERR", "Bad number of keys provided") }
-            guard n >= 0 else { throw CommandError("ERR", "Number of keys can't be negative") }
-            guard n <= call.count - 3 else { throw CommandError("ERR", "Number of keys can't be greater than number of args") }
+            let (keys, args) = try call.scriptKeys(notInteger: CommandError("ERR", "Bad number of keys provided"))
             if readOnly && !function.noWrites {
                 throw CommandError("ERR", "Can not execute a script with write flag using *_ro command.")
             }
-            let keys = Array(call.argv[3..<(3 + Int(n))])
-            let args = Array(call.argv[(3 + Int(n))...])
             try scripting.execute(
                 call, .function(library: library.name, name: function.name), keys: keys, args: args,
                 readOnly: function.noWrites, out: &out

@@ -27,19 +27,18 @@ enum ScriptingCommands {
     }
 
     private static func evalCommand(_ name: String, summary: String, bySHA: Bool, readOnly: Bool) -> Command {
-        Command(name, arity: -3, flags: readOnly ? [.readonly, .long, .stale] : [.long, .stale], group: "scripting",
+        Command(name, arity: -3, flags: readOnly ? [.readonly, .long, .stale, .noMandatoryKeys] : [.long, .stale, .noMandatoryKeys],
+                group: "scripting",
                 since: readOnly ? "7.0.0" : "2.6.0", summary: summary,
                 arguments: bySHA ? "sha1 numkeys [key [key ...]] [arg [arg ...]]" : "script numkeys [key [key ...]] [arg [arg ...]]") {
             call, out throws(CommandError) in
-            guard let n = Bytes.int64(call[2]) else { throw .notInteger }
-            guard n >= 0 else { throw CommandError("ERR", "Number of keys can't be negative") }
-            guard n <= call.count - 3 else { throw CommandError("ERR", "Number of keys can't be greater than number of args") }
-            let keys = Array(call.argv[3..<(3 + Int(n))])
-            let args = Array(call.argv[(3 + Int(n))...])
+            // A digest of the wrong length can match nothing: Redis answers so before numkeys.
+            if bySHA && call[1].count != 40 { throw noScript }
+            let (keys, args) = try call.scriptKeys()
             let scripting = call.engine.scripting
             if bySHA {
                 let sha = Bytes.lowercased(call[1])
-                guard sha.count == 40, scripting.exists(sha) else { throw noScript }
+                guard scripting.exists(sha) else { throw noScript }
                 try scripting.run(call, sha: sha, body: nil, keys: keys, args: args, readOnly: readOnly, out: &out)
             } else {
                 let body = call[1]

@@ -80,15 +80,13 @@ enum SetCommands {
         Command("srandmember", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "1.0.0",
                 summary: "Get one or multiple random members from a set", arguments: "key [count]") { call, out throws(CommandError) in
             guard call.count <= 3 else { throw .syntax }
+            // The count before the key, as Redis checks them.
+            let count: Int64? = try call.count == 3 ? call.randomCount(2) : nil
             let meta = try call.collection(call[1], .set)
-            guard call.count == 3 else {
+            guard let count else {
                 guard let meta, let pick = try RandomMembers.pick(call, meta, of: call[1], count: 1, distinct: true).first else { out.null(); return }
                 out.bulk(pick.sub)
                 return
-            }
-            let count = try call.integer(2)
-            if count == Int64.min {
-                throw CommandError("ERR", "value is out of range, value must between -9223372036854775807 and 9223372036854775807")
             }
             guard let meta, count != 0 else { out.arrayHeader(0); return }
             let picks = try RandomMembers.pick(call, meta, of: call[1], count: Int(clamping: count.magnitude), distinct: count > 0)
@@ -99,11 +97,7 @@ enum SetCommands {
                 summary: "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.",
                 arguments: "key [count]") { call, out throws(CommandError) in
             guard call.count <= 3 else { throw .syntax }
-            var count = 1
-            if call.count == 3 {
-                guard let n = Bytes.int64(call[2]), n >= 0 else { throw CommandError("ERR", "value is out of range, must be positive") }
-                count = Int(clamping: n)
-            }
+            let count = try call.count == 3 ? Int(clamping: call.positiveInteger(2)) : 1
             let popped = try call.locked(call[1]) { () throws(CommandError) -> [[UInt8]]? in
                 guard let meta = try call.collection(call[1], .set) else { return nil }
                 return try pop(call, meta, count: count)
@@ -228,15 +222,14 @@ enum SetCommands {
 
     /// SINTERCARD: https://redis.io/docs/latest/commands/sintercard/
     static func interCard(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
-        guard let n = Bytes.int64(call[1]), n > 0 else { throw CommandError("ERR", "numkeys should be greater than 0") }
+        let n = try call.integer(1, in: 1...Int64.max, message: "numkeys should be greater than 0")
         guard n <= call.count - 2 else { throw CommandError("ERR", "Number of keys can't be greater than number of args") }
         let keys = Array(call.argv[2..<(2 + Int(n))])
         var limit = 0
         var i = 2 + Int(n)
         while i < call.count {
             guard call[i].isKeyword("LIMIT"), i + 1 < call.count else { throw .syntax }
-            guard let l = Bytes.int64(call[i + 1]), l >= 0 else { throw CommandError("ERR", "LIMIT can't be negative") }
-            limit = Int(clamping: l)
+            limit = Int(clamping: try call.positiveInteger(i + 1, message: "LIMIT can't be negative"))
             i += 2
         }
         out.integer(try SetAlgebra.count(.inter, call, keys, limit: limit))

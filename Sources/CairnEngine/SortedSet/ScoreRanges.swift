@@ -86,10 +86,11 @@ struct ScoreRange {
         (self.max, maxExclusive) = try Self.bound(max)
     }
 
+    /// Read as Redis reads it (`Bytes.strtod`): a stricter parse would refuse bounds Redis
+    /// takes, such as `(` alone, an empty bound or `1e1000`.
     private static func bound(_ b: [UInt8]) throws(CommandError) -> (Double, Bool) {
         let exclusive = b.first == UInt8(ascii: "(")
-        let text = exclusive ? Array(b.dropFirst()) : b
-        guard let d = Bytes.double(text) else { throw CommandError("ERR", "min or max is not a float") }
+        guard let d = Bytes.strtod(exclusive ? Array(b.dropFirst()) : b) else { throw CommandError("ERR", "min or max is not a float") }
         return (d, exclusive)
     }
 

@@ -31,24 +31,31 @@ enum SortedSetAlgebra {
                 arguments: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]") {
             call, out throws(CommandError) in
             try combine(call, &out, .union, store: true)
-        }.measuringMembers().movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
+        }.measuringMembers().movingKeys(storeKeys),
         Command("zinterstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
                 summary: "Stores the intersect of multiple sorted sets in a key.",
                 arguments: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: true)
-        }.measuringMembers().movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
+        }.measuringMembers().movingKeys(storeKeys),
         Command("zdiffstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "6.2.0",
                 summary: "Stores the difference of multiple sorted sets in a key.", arguments: "destination numkeys key [key ...]") {
             call, out throws(CommandError) in
             try combine(call, &out, .diff, store: true)
-        }.measuringMembers().movingKeys { $0.count > 2 ? [$0[1]] + SetCommands.numberedKeys($0, countAt: 2) : [] },
+        }.measuringMembers().movingKeys(storeKeys),
         Command("zintercard", arity: -3, flags: [.readonly], group: "sortedset", since: "7.0.0",
                 summary: "Returns the number of members of the intersect of multiple sorted sets.", arguments: "numkeys key [key ...] [LIMIT limit]") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: false, cardinality: true)
         }.measuringMembers().movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
     ]
+
+    /// The keys of ZUNIONSTORE, ZINTERSTORE and ZDIFFSTORE: the destination, then `numkeys`
+    /// keys; none when `numkeys` is malformed, as in Redis (COMMAND GETKEYS refuses it).
+    @Sendable static func storeKeys(_ argv: [[UInt8]]) -> [[UInt8]] {
+        let inputs = SetCommands.numberedKeys(argv, countAt: 2)
+        return inputs.isEmpty ? [] : [argv[1]] + inputs
+    }
 
     /// One input: its member stream (scores alongside for a sorted set; a set's members score 1)
     /// and its weight.
@@ -102,8 +109,7 @@ enum SortedSetAlgebra {
             while j < call.count {
                 let left = call.count - j - 1
                 if cardinality && call[j].isKeyword("LIMIT") && left >= 1 {
-                    guard let l = Bytes.int64(call[j + 1]), l >= 0 else { throw CommandError("ERR", "LIMIT can't be negative") }
-                    limit = Int(clamping: l)
+                    limit = Int(clamping: try call.positiveInteger(j + 1, message: "LIMIT can't be negative"))
                     j += 1
                 } else if !cardinality && op != .diff && call[j].isKeyword("WEIGHTS") && left >= keys.count {
                     for w in 0..<keys.count {

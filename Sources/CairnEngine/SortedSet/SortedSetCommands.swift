@@ -244,12 +244,7 @@ enum SortedSetCommands {
     /// ZPOPMIN, ZPOPMAX: https://redis.io/docs/latest/commands/zpopmin/
     static func popCommand(_ call: Call, _ out: inout RESPWriter, min: Bool) throws(CommandError) {
         guard call.count <= 3 else { throw .syntax }
-        var count = 1
-        if call.count == 3 {
-            guard let n = Bytes.int64(call[2]) else { throw .notInteger }
-            guard n >= 0 else { throw CommandError("ERR", "value is out of range, must be positive") }
-            count = Int(clamping: n)
-        }
+        let count = try call.count == 3 ? Int(clamping: call.positiveInteger(2)) : 1
         let popped = try pop(call, call[1], min: min, count: count) ?? []
         // Without a count the reply is one flat [member, score], even in RESP3.
         Scores.writeEntries(popped, withScores: true, pairs: call.count == 3, &out)
@@ -257,23 +252,13 @@ enum SortedSetCommands {
 
     /// ZRANDMEMBER: https://redis.io/docs/latest/commands/zrandmember/
     static func randomMember(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {
-        guard call.count <= 4 else { throw .syntax }
-        var withScores = false
-        if call.count == 4 {
-            guard call[3].isKeyword("WITHSCORES") else { throw .syntax }
-            withScores = true
-        }
+        let (count, withScores) = try RandomMembers.arguments(call, with: "WITHSCORES")
         let meta = try call.collection(call[1], .zset)
-        guard call.count >= 3 else {
+        guard let count else {
             guard let meta, let pick = try RandomMembers.pick(call, meta, of: call[1], count: 1, distinct: true).first else { out.null(); return }
             out.bulk(pick.sub)
             return
         }
-        let count = try call.integer(2)
-        if count == Int64.min {
-            throw CommandError("ERR", "value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-        }
-        if withScores && count.magnitude > UInt64(Int64.max / 2) { throw CommandError("ERR", "value is out of range") }
         guard let meta, count != 0 else { out.arrayHeader(0); return }
         let picks = try RandomMembers.pick(call, meta, of: call[1], count: Int(clamping: count.magnitude), distinct: count > 0)
         let entries = picks.map { SortedEntry(member: $0.sub, score: MemberKeys.score(value: $0.value)) }

@@ -28,8 +28,9 @@ enum SortedSetPops {
         Command("bzmpop", arity: -5, flags: [.write], keys: (0, 0, 0), group: "sortedset", since: "7.0.0",
                 summary: "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
                 arguments: "timeout numkeys key [key ...] MIN|MAX [COUNT count]") { call, out throws(CommandError) in
-            let timeout = try call.blockTimeout(1)
+            // The keys and COUNT before the timeout, as Redis (and BLMPOP) checks them.
             let request = try Request(call, numkeysAt: 2)
+            let timeout = try call.blockTimeout(1)
             try call.block(keys: request.keys, timeout: timeout, out: &out, empty: { $0.nullArray() }) {
                 call, out, retrying throws(CommandError) -> Bool in
                 guard let (key, popped) = try popFirst(call, request, skippingOtherTypes: retrying) else { return false }
@@ -46,21 +47,10 @@ enum SortedSetPops {
         var count = 1
 
         init(_ call: Call, numkeysAt at: Int) throws(CommandError) {
-            guard let n = Bytes.int64(call[at]), n > 0 else { throw CommandError("ERR", "numkeys should be greater than 0") }
-            guard n <= call.count - at - 2 else { throw .syntax }
-            let numkeys = Int(n)
-            keys = Array(call.argv[(at + 1)...(at + numkeys)])
-            let end = call[at + numkeys + 1]
-            if end.isKeyword("MIN") { min = true } else if end.isKeyword("MAX") { min = false } else { throw .syntax }
-            var i = at + numkeys + 2
-            var counted = false
-            while i < call.count {
-                guard !counted, call[i].isKeyword("COUNT"), i + 1 < call.count else { throw .syntax }
-                guard let c = Bytes.int64(call[i + 1]), c > 0 else { throw CommandError("ERR", "count should be greater than 0") }
-                count = Int(clamping: c)
-                counted = true
-                i += 2
+            let parsed = try call.multiPop(numkeysAt: at) { end -> Bool? in
+                end.isKeyword("MIN") ? true : end.isKeyword("MAX") ? false : nil
             }
+            (keys, min, count) = (parsed.keys, parsed.end, parsed.count)
         }
 
         /// `[key, [[member, score] ...]]`.
