@@ -28,6 +28,15 @@ let package = Package(
         .executable(name: "cairnd", targets: ["cairnd"]),
         .executable(name: "cairn-cli", targets: ["cairn-cli"]),
     ],
+    // TLS for CairnClient costs building BoringSSL (swift-nio-ssl), minutes on a small machine:
+    // only a package that asks for it pays, with `traits: ["TLS"]` on its dependency on Cairn
+    // (here: `swift build --traits TLS`; scripts/test enables it so the TLS tests run).
+    traits: [
+        .trait(
+            name: "TLS",
+            description: "CairnClientConfiguration.tls: connections over TLS through swift-nio-ssl (BoringSSL), re-exported as NIOSSL"
+        )
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
@@ -52,14 +61,15 @@ let package = Package(
             linkerSettings: [.linkedLibrary("rocksdb", .when(platforms: [.macOS]))]
         ),
         .target(name: "RESP", swiftSettings: strictSettings),
-        // The client runs on SwiftNIO event loops; it depends on nothing else of the package but RESP.
+        // The client runs on SwiftNIO event loops; it depends on nothing else of the package but
+        // RESP. NIOSSL only with the TLS trait (`#if TLS` in its sources).
         .target(
             name: "CairnClient",
             dependencies: [
                 "RESP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["TLS"])),
             ],
             swiftSettings: strictSettings
         ),
@@ -147,13 +157,16 @@ let package = Package(
         ),
         // Starts the real cairnd (and redis-server) for the server and client test targets.
         .target(name: "CairnTestSupport", path: "Tests/CairnTestSupport", swiftSettings: strictSettings),
+        // The TLS tests (and the TLS doc examples) compile with the TLS trait only, and use NIOSSL
+        // through CairnClient's re-export, as an application does: scripts/test runs
+        // `swift test --traits TLS`.
         .testTarget(
             name: "CairnClientTests",
             dependencies: [
                 "CairnClient", "RESP", "CairnTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

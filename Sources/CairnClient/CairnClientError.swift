@@ -24,6 +24,10 @@ public struct CairnClientError: Error, Sendable, Equatable, CustomStringConverti
         public static let connection = Code("connection")
         /// Connecting or a reply took longer than the configured timeout.
         public static let timeout = Code("timeout")
+        /// The TLS handshake failed: the server's certificate is not trusted or names another
+        /// host, or the two sides share no protocol version or cipher (the message says which).
+        /// Not retried: connecting again would fail the same way.
+        public static let tls = Code("tls")
         /// The server sent bytes that are not valid RESP.
         public static let protocolViolation = Code("protocol")
         /// The reply was valid RESP but not the shape the typed method expects.

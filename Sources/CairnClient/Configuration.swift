@@ -1,7 +1,9 @@
 public import Logging
 public import NIOCore
-public import NIOSSL
 public import RESP
+#if TLS
+    public import NIOSSL
+#endif
 
 /// How a ``CairnClient`` connects: address, credentials, protocol, timeouts, pool size and
 /// reconnect policy.
@@ -19,20 +21,27 @@ public struct CairnClientConfiguration: Sendable {
     public var port: Int
     /// A Unix domain socket to connect to instead of `host:port`. Default nil (TCP).
     public var unixSocketPath: String?
-    /// TLS for every connection (NIOSSL's settings: trust roots, client certificate, minimum
-    /// version), e.g. to `redis-server --tls-port` or a TLS-terminating proxy in front of cairnd.
-    /// Default nil: plain TCP.
-    ///
-    /// ```swift
-    /// var config = CairnClientConfiguration(host: "db.internal", port: 6380)
-    /// var tls = TLSConfiguration.makeClientConfiguration()
-    /// tls.trustRoots = .file("/etc/cairn/ca.pem")
-    /// config.tls = tls
-    /// ```
-    public var tls: TLSConfiguration?
-    /// The name the server's certificate must carry (and sent as SNI). Default nil: ``host``
-    /// when it is a name; an IP address is checked against the certificate's IP entries.
-    public var tlsServerName: String?
+    #if TLS
+        /// TLS for every connection (NIOSSL's settings: trust roots, client certificate, minimum
+        /// version), e.g. to `redis-server --tls-port` or a TLS-terminating proxy in front of cairnd.
+        /// Default nil: plain TCP. Only with the package's `TLS` trait (BoringSSL is built for it);
+        /// `import CairnClient` brings NIOSSL's types.
+        ///
+        /// A certificate the trust roots do not vouch for, or one that names another host, fails
+        /// the request at once with ``CairnClientError/Code/tls`` and the reason: reconnecting
+        /// would not change the answer.
+        ///
+        /// ```swift
+        /// var config = CairnClientConfiguration(host: "db.internal", port: 6380)
+        /// var tls = TLSConfiguration.makeClientConfiguration()
+        /// tls.trustRoots = .file("/etc/cairn/ca.pem")
+        /// config.tls = tls
+        /// ```
+        public var tls: TLSConfiguration?
+        /// The name the server's certificate must carry (and sent as SNI). Default nil: ``host``
+        /// when it is a name; an IP address is checked against the certificate's IP entries.
+        public var tlsServerName: String?
+    #endif
     /// Sent with `HELLO 3 AUTH` (or `AUTH` on RESP2) on every new connection when set. Default nil.
     public var password: String?
     /// ACL user name; nil authenticates as `default`. Default nil.

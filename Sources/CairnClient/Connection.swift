@@ -6,7 +6,6 @@
 import Logging
 import NIOCore
 import NIOPosix
-import NIOSSL
 import RESP
 import Synchronization
 
@@ -41,8 +40,8 @@ final class Connection: Sendable {
     /// - Parameters:
     ///   - pushSink: receives RESP3 push messages (and, when `subscriber`, every value read).
     ///   - onIdle: called on the event loop when nothing was sent for the idle timeout.
-    /// - Throws: `.connection` or `.timeout` when connecting fails, `.server` when the server
-    ///   refuses the credentials.
+    /// - Throws: `.connection` or `.timeout` when connecting fails, `.tls` when the TLS handshake
+    ///   fails (untrusted certificate, wrong name), `.server` when the server refuses the credentials.
     static func open(
         _ configuration: CairnClientConfiguration, group: any EventLoopGroup, deadline: NIODeadline,
         pushSink: (@Sendable (RESPValue) -> Void)? = nil, subscriber: Bool = false, onIdle: @escaping @Sendable (any Channel) -> Void = { _ in }
@@ -50,16 +49,18 @@ final class Connection: Sendable {
         let connectTimeout = min(TimeAmount(configuration.connectTimeout), deadline - .now())
         let healthCheck = TimeAmount(configuration.healthCheckInterval)
         let idle = TimeAmount(configuration.idleTimeout)
-        let tls = try tlsSetup(configuration)
+        #if TLS
+            let tls = try configuration.tlsSetup()
+        #endif
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(max(connectTimeout, .milliseconds(1)))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    if let (context, serverName) = tls {
-                        try sync.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
-                    }
+                    #if TLS
+                        if let tls { try addTLSHandler(tls, to: sync) }
+                    #endif
                     try sync.addHandler(IdleStateHandler(allTimeout: healthCheck))
                     try sync.addHandler(
                         RESPClientHandler(
@@ -103,18 +104,6 @@ final class Connection: Sendable {
             }
         }
         return Connection(channel: channel, protocolVersion: version)
-    }
-
-    /// The TLS context and the server name to verify, or nil without TLS.
-    private static func tlsSetup(_ configuration: CairnClientConfiguration) throws(CairnClientError) -> (NIOSSLContext, String?)? {
-        guard let tls = configuration.tls else { return nil }
-        do {
-            // NIOSSL verifies a host name, never an IP address given as one.
-            let isAddress = (try? SocketAddress(ipAddress: configuration.host, port: 0)) != nil
-            return (try NIOSSLContext(configuration: tls), configuration.tlsServerName ?? (isAddress ? nil : configuration.host))
-        } catch {
-            throw CairnClientError(.connection, message: "TLS setup failed: \(error)")
-        }
     }
 
     /// `HELLO 3 [AUTH user pass]`, or RESP2 with `AUTH` when the server does not know HELLO or

@@ -63,13 +63,17 @@ final class RESPClientHandler: ChannelDuplexHandler {
     private struct Pending {
         let id: Int
         let expected: Int
-        var replies: [RESPValue] = []
         var purpose: Purpose
         var timeout: Scheduled<Void>?
     }
 
     private var parser = ValueParser()
     private var pending = CircularBuffer<Pending>()
+    /// The replies so far of the oldest pending request (`pending.first`). Kept here, not in
+    /// its `Pending`: `CircularBuffer`'s subscript has no in-place accessor (a get and a set),
+    /// so appending to an array inside an element copies the whole array once per reply, and a
+    /// pipeline of n commands cost O(n²) (100,000 commands missed a 30 s deadline).
+    private var headReplies: [RESPValue] = []
     /// Requests waiting for a barrier's reply, in arrival order.
     private var held = CircularBuffer<(request: ClientRequest, timeout: Scheduled<Void>?)>()
     private var barrierOutstanding = false
@@ -238,15 +242,19 @@ final class RESPClientHandler: ChannelDuplexHandler {
             context.close(promise: nil)
             return
         }
-        pending[pending.startIndex].replies.append(value)
-        guard pending[pending.startIndex].replies.count == pending[pending.startIndex].expected else { return }
+        let expected = pending[pending.startIndex].expected
+        if headReplies.isEmpty { headReplies.reserveCapacity(expected) }
+        headReplies.append(value)
+        guard headReplies.count == expected else { return }
         let done = pending.removeFirst()
+        let replies = headReplies
+        headReplies = []
         done.timeout?.cancel()
         lastUse = .now()
         switch done.purpose {
         case .user(let commands, let promise, let barrier):
-            track(commands, done.replies)
-            promise?.succeed(done.replies)
+            track(commands, replies)
+            promise?.succeed(replies)
             if barrier { releaseHeld(context: context) }
         case .switchFamily(let wanted, let request):
             barrierOutstanding = false
@@ -329,7 +337,8 @@ final class RESPClientHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        failAll(CairnClientError(.connection, message: "the connection failed: \(error)"))
+        // A TLS failure keeps its reason (and its own code, which the pool does not retry).
+        failAll(tlsFailure(error) ?? CairnClientError(.connection, message: "the connection failed: \(error)"))
         context.close(promise: nil)
     }
 
@@ -340,6 +349,7 @@ final class RESPClientHandler: ChannelDuplexHandler {
         let waiting = held
         pending.removeAll()
         held.removeAll()
+        headReplies = []
         for p in written {
             p.timeout?.cancel()
             switch p.purpose {

@@ -223,7 +223,9 @@ final class SentinelDiscovery: Sendable {
                 logger.debug("cairn client: sentinel did not answer", metadata: ["sentinel": "\(sentinel)", "question": "\(what)", "error": "\(error)"])
                 // A sentinel that refuses the question (unknown name, auth) is as good as absent;
                 // the error says why when none answers.
-                lastError = error.code == .server ? error : CairnClientError(.connection, message: "\(what) at \(sentinel): \(error.message)")
+                lastError =
+                    error.code == .server || error.code == .tls
+                    ? error : CairnClientError(.connection, message: "\(what) at \(sentinel): \(error.message)")
             }
         }
         throw lastError
@@ -259,9 +261,10 @@ final class SentinelDiscovery: Sendable {
         var delay = base.initialBackoff
         while !Task.isCancelled {
             for sentinel in state.withLock({ $0.sentinels }) {
-                let messages = Subscription(
-                    configuration: sentinelConfiguration(sentinel), group: group, command: command("SUBSCRIBE", "+switch-master"))
                 do {
+                    let messages = try await Subscription.open(
+                        configuration: sentinelConfiguration(sentinel), group: group, channels: [Array("+switch-master".utf8)],
+                        patterns: [])
                     for try await message in messages {
                         switched(message.payloadString)
                         delay = base.initialBackoff

@@ -3,7 +3,6 @@
 // nothing here runs.
 import CairnClient
 import Logging
-import NIOSSL
 import RESP
 import ServiceLifecycle
 
@@ -72,7 +71,7 @@ enum DocExamples {
         try await counters.merge("page:home", 1)
     }
 
-    // Sources/CairnClient/Configuration.swift:9
+    // Sources/CairnClient/Configuration.swift:11
     static func example8(client: CairnClient, server: some Service, logger: Logger) async throws {
         var config = CairnClientConfiguration(host: "127.0.0.1", port: 7379)
         config.password = "secret"
@@ -80,13 +79,15 @@ enum DocExamples {
         let client = CairnClient(configuration: config)
     }
 
-    // Sources/CairnClient/Configuration.swift:26
+    // Sources/CairnClient/Configuration.swift:34
+    #if TLS
     static func example9(client: CairnClient, server: some Service, logger: Logger) async throws {
         var config = CairnClientConfiguration(host: "db.internal", port: 6380)
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .file("/etc/cairn/ca.pem")
         config.tls = tls
     }
+    #endif
 
     // Sources/CairnClient/IteratorSequence.swift:12
     static func example10(client: CairnClient, server: some Service, logger: Logger) async throws {
@@ -95,9 +96,11 @@ enum DocExamples {
         }
     }
 
-    // Sources/CairnClient/PubSub.swift:48
+    // Sources/CairnClient/PubSub.swift:57
     static func example11(client: CairnClient, server: some Service, logger: Logger) async throws {
-        for try await message in client.subscribe(to: ["news"]) {
+        let news = try await client.subscribe(to: ["news"])
+        try await news.psubscribe(to: ["sport.*"])
+        for try await message in news {
             print(message.channelString, message.payloadString)
         }
     }

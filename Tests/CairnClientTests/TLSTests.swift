@@ -1,7 +1,9 @@
+// Only with the package's TLS trait (`swift test --traits TLS`, as scripts/test runs it): NIOSSL's
+// types come from CairnClient's re-export, as in an application that enables the trait.
+#if TLS
 import CairnClient
 import CairnTestSupport
 import Foundation
-import NIOSSL
 import Testing
 
 /// TLS through NIOSSL against `redis-server --tls-port` (Debian's redis is built with TLS),
@@ -89,20 +91,48 @@ struct TLSTests {
         #expect(try await client.configGet("tls-port")["tls-port"] == String(redis.port))
     }
 
-    @Test func anUntrustedCertificateOrPlainTCPIsRefused() async throws {
+    /// A certificate the client does not trust, or one for another name, fails the request
+    /// with `.tls` and the reason, at once: the pool does not reconnect for the reconnect
+    /// deadline and the request does not wait for its own (issue #41: it took the whole
+    /// deadline and said `timeout: no connection within the request deadline`).
+    @Test func anUntrustedCertificateFailsAtOnceWithTheReason() async throws {
         let redis = try TLSRedis()
         defer { redis.stop() }
-        let untrusting = CairnClient(configuration: try redis.configuration(trusting: false))
+        var untrustingConfig = try redis.configuration(trusting: false)
+        // The defaults, which a retried handshake would have spent in full.
+        untrustingConfig.reconnectDeadline = .seconds(10)
+        untrustingConfig.requestDeadline = .seconds(30)
+        let untrusting = CairnClient(configuration: untrustingConfig)
         defer { untrusting.close() }
+        var start = ContinuousClock.now
         let refused = await #expect(throws: CairnClientError.self) { try await untrusting.ping() }
-        #expect(refused?.code == .connection, "\(String(describing: refused))")
+        var elapsed = ContinuousClock.now - start
+        #expect(refused?.code == .tls, "\(String(describing: refused))")
+        #expect(refused?.message.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(String(describing: refused))")
+        #expect(elapsed < .seconds(1), "\(elapsed)")
 
         var wrongName = try redis.configuration()
         wrongName.tlsServerName = "example.org"
+        wrongName.reconnectDeadline = .seconds(10)
         let misnamed = CairnClient(configuration: wrongName)
         defer { misnamed.close() }
-        await #expect(throws: CairnClientError.self) { try await misnamed.ping() }
+        start = ContinuousClock.now
+        let misnamedError = await #expect(throws: CairnClientError.self) { try await misnamed.ping() }
+        elapsed = ContinuousClock.now - start
+        #expect(misnamedError?.code == .tls, "\(String(describing: misnamedError))")
+        #expect(misnamedError?.message.contains("example.org") == true, "\(String(describing: misnamedError))")
+        #expect(elapsed < .seconds(1), "\(elapsed)")
 
+        // A subscription's connection fails the same way.
+        start = ContinuousClock.now
+        let subscribeError = await #expect(throws: CairnClientError.self) { _ = try await untrusting.subscribe(to: ["news"]) }
+        #expect(subscribeError?.code == .tls, "\(String(describing: subscribeError))")
+        #expect(ContinuousClock.now - start < .seconds(1))
+    }
+
+    @Test func plainTCPToATLSPortIsRefused() async throws {
+        let redis = try TLSRedis()
+        defer { redis.stop() }
         var plainConfig = CairnClientConfiguration(port: redis.port)
         plainConfig.reconnectDeadline = .milliseconds(200)
         plainConfig.requestDeadline = .seconds(3)
@@ -111,3 +141,4 @@ struct TLSTests {
         await #expect(throws: CairnClientError.self) { try await plain.ping() }
     }
 }
+#endif
