@@ -109,13 +109,4 @@ public struct CairnClientConfiguration: Sendable {
         self.password = password
         self.username = username
     }
-
-    /// ``requestDeadline`` in seconds, for callers of the earlier `Double` API.
-    public var commandTimeout: Double {
-        get {
-            let (s, a) = requestDeadline.components
-            return Double(s) + Double(a) / 1e18
-        }
-        set { requestDeadline = .milliseconds(Int64((newValue * 1000).rounded())) }
-    }
 }

@@ -91,9 +91,9 @@ struct CairnCLI: AsyncParsableCommand {
         config.connectAttempts = 1
         // Replies shown as redis-cli shows them: RESP2, as redis-cli speaks unless told -3.
         config.protocolVersion = .v2
-        config.commandTimeout = 3600
+        config.requestDeadline = .seconds(3600)
         if pipe {
-            config.commandTimeout = pipeTimeout
+            config.requestDeadline = .milliseconds(Int64((pipeTimeout * 1000).rounded()))
             throw ExitCode(Pipe.run(config, family: family))
         }
         let session = Session(client: CairnClient(configuration: config), family: family, format: format)

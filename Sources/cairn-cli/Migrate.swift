@@ -12,7 +12,7 @@ extension Session {
         let to = given ?? MigrationEndpoint(host: mine.host, port: mine.port, user: mine.username, password: mine.password)
         func open(_ e: MigrationEndpoint, _ role: String) -> Int32? {
             var config = CairnClientConfiguration(host: e.host, port: e.port)
-            config.commandTimeout = 300
+            config.requestDeadline = .seconds(300)
             do { return try config.openSocket() } catch {
                 Output.err("Could not connect to the \(role) at \(e.description): \(Self.reason(error.message))\n")
                 return nil

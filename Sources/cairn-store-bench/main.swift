@@ -77,7 +77,7 @@ while i + 1 < arguments.count {
 }
 
 var config = CairnClientConfiguration(port: port)
-config.commandTimeout = 300
+config.requestDeadline = .seconds(300)
 let client = CairnClient(configuration: config)
 defer { client.close() }
 let store = try await CairnStore.open(client: client, models: [BenchSong.self, BenchPlaylist.self])

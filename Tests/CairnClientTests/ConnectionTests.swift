@@ -174,7 +174,7 @@ import Testing
     @Test func replyTimeoutIsADistinctError() async throws {
         let listener = try SilentListener()
         var config = CairnClientConfiguration(port: listener.port)
-        config.commandTimeout = 0.3
+        config.requestDeadline = .milliseconds(300)
         config.connectAttempts = 1
         let client = CairnClient(configuration: config)
         defer { client.close() }

@@ -23,8 +23,13 @@ enum DocExamples {
         let raw = try await client.send(["COMMAND", "INFO", "GET"])    // any command, RESPValue back
     }
 
-    // Sources/CairnClient/CairnClient.docc/CairnClient.md:30
+    // README.md:140
     static func example2(client: CairnClient, server: some Service, logger: Logger) async throws {
+        let (_, value, visits) = try await client.pipeline(SET("k", "v"), GET("k"), INCR("visits"))
+    }
+
+    // Sources/CairnClient/CairnClient.docc/CairnClient.md:32
+    static func example3(client: CairnClient, server: some Service, logger: Logger) async throws {
         var config = CairnClientConfiguration()
         config.requestDeadline = .seconds(20)
         config.reconnectDeadline = .seconds(20)
@@ -35,8 +40,8 @@ enum DocExamples {
         let copy = try await ha.replicas.getString("k")   // may lag behind the primary
     }
 
-    // Sources/CairnClient/CairnClient.docc/CairnClient.md:46
-    static func example3(client: CairnClient, server: some Service, logger: Logger) async throws {
+    // Sources/CairnClient/CairnClient.docc/CairnClient.md:48
+    static func example4(client: CairnClient, server: some Service, logger: Logger) async throws {
         let replies = try await client.transaction(in: "orders", watching: ["order:7"]) { tx in
             if try await tx.getString("order:7") == nil {
                 tx.set("order:7", "paid")
@@ -46,7 +51,7 @@ enum DocExamples {
     }
 
     // Sources/CairnClient/CairnClient.swift:8
-    static func example4(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example5(client: CairnClient, server: some Service, logger: Logger) async throws {
         let client = CairnClient(host: "127.0.0.1", port: 7379)
         defer { client.close() }
         try await client.set("greeting", "hello")
@@ -54,25 +59,25 @@ enum DocExamples {
     }
 
     // Sources/CairnClient/CairnClient.swift:26
-    static func example5(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example6(client: CairnClient, server: some Service, logger: Logger) async throws {
         let group = ServiceGroup(services: [client, server], gracefulShutdownSignals: [.sigterm], logger: logger)
         try await group.run()
     }
 
     // Sources/CairnClient/CairnClientError.swift:7
-    static func example6(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example7(client: CairnClient, server: some Service, logger: Logger) async throws {
         do { try await client.incr("name") }
         catch let error as CairnClientError where error.code == .server && error.prefix == "ERR" { print(error.message) }
     }
 
     // Sources/CairnClient/ColumnFamily.swift:6
-    static func example7(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example8(client: CairnClient, server: some Service, logger: Logger) async throws {
         let counters = try await client.createColumnFamily("counters", options: .init(merge: .add))
         try await counters.merge("page:home", 1)
     }
 
     // Sources/CairnClient/Configuration.swift:11
-    static func example8(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example9(client: CairnClient, server: some Service, logger: Logger) async throws {
         var config = CairnClientConfiguration(host: "127.0.0.1", port: 7379)
         config.password = "secret"
         config.requestDeadline = .seconds(2)
@@ -81,7 +86,7 @@ enum DocExamples {
 
     // Sources/CairnClient/Configuration.swift:34
     #if TLS
-    static func example9(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example10(client: CairnClient, server: some Service, logger: Logger) async throws {
         var config = CairnClientConfiguration(host: "db.internal", port: 6380)
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .file("/etc/cairn/ca.pem")
@@ -90,14 +95,14 @@ enum DocExamples {
     #endif
 
     // Sources/CairnClient/IteratorSequence.swift:12
-    static func example10(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example11(client: CairnClient, server: some Service, logger: Logger) async throws {
         for try await entry in client.iterate(from: "user:") {
             if !entry.keyString.hasPrefix("user:") { break }
         }
     }
 
     // Sources/CairnClient/PubSub.swift:57
-    static func example11(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example12(client: CairnClient, server: some Service, logger: Logger) async throws {
         let news = try await client.subscribe(to: ["news"])
         try await news.psubscribe(to: ["sport.*"])
         for try await message in news {
@@ -106,14 +111,14 @@ enum DocExamples {
     }
 
     // Sources/CairnClient/RangeCommands.swift:45
-    static func example12(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example13(client: CairnClient, server: some Service, logger: Logger) async throws {
         for try await entry in client.entries(from: .inclusive("user:"), to: .exclusive("user;")) {
             print(entry.keyString, entry.valueString)
         }
     }
 
     // Sources/CairnClient/Sentinel.swift:53
-    static func example13(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example14(client: CairnClient, server: some Service, logger: Logger) async throws {
         let client = CairnClient(
             sentinels: [ServerAddress("127.0.0.1", 26379), ServerAddress("127.0.0.1", 26380)],
             primaryName: "mymaster")
@@ -121,20 +126,20 @@ enum DocExamples {
     }
 
     // Sources/CairnClient/ServerInfo.swift:3
-    static func example14(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example15(client: CairnClient, server: some Service, logger: Logger) async throws {
         let info = try await client.info("rocksdb")
         let open = info.integer("open_iterators", in: "rocksdb")
     }
 
     // Sources/CairnClient/Snapshot.swift:61
-    static func example15(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example16(client: CairnClient, server: some Service, logger: Logger) async throws {
         let (a, b) = try await client.withSnapshot { snap in
             (try await snap.get("a"), try await snap.get("b"))   // one point in time
         }
     }
 
     // Sources/CairnClient/Transaction.swift:152
-    static func example16(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example17(client: CairnClient, server: some Service, logger: Logger) async throws {
         try await client.transaction(watching: ["balance"], attempts: 10) { tx in
             let balance = Int(try await tx.getString("balance") ?? "0")!
             tx.set("balance", balance + 10)
@@ -142,10 +147,15 @@ enum DocExamples {
     }
 
     // Sources/CairnClient/Transaction.swift:176
-    static func example17(client: CairnClient, server: some Service, logger: Logger) async throws {
+    static func example18(client: CairnClient, server: some Service, logger: Logger) async throws {
         try await client.transaction(in: "orders") { tx in
             tx.set("order:7", "paid")
             tx.family("stock").incrBy("widget", -1)
         }
+    }
+
+    // Sources/CairnClient/TypedPipeline.swift:27
+    static func example19(client: CairnClient, server: some Service, logger: Logger) async throws {
+        let (_, value, count) = try await client.pipeline(SET("k", "v"), GET("k"), INCR("n"))
     }
 }
