@@ -23,7 +23,7 @@ enum DocExamples {
         let raw = try await client.send(["COMMAND", "INFO", "GET"])    // any command, RESPValue back
     }
 
-    // README.md:140
+    // README.md:142
     static func example2(client: CairnClient, server: some Service, logger: Logger) async throws {
         let (_, value, visits) = try await client.pipeline(SET("k", "v"), GET("k"), INCR("visits"))
     }
