@@ -60,7 +60,7 @@ extension KeyValueWriter {
     public func shutdown(noSave: Bool = false) async throws {
         do {
             _ = try await send(noSave ? ["SHUTDOWN", "NOSAVE"] : ["SHUTDOWN"])
-        } catch let error as CairnClientError where error.code == .connection {
+        } catch where error.code == .connection {
             return
         }
     }

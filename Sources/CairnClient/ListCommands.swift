@@ -1,4 +1,4 @@
-public import RESP
+import RESP
 
 /// Which end of a list: `LEFT` (the head) or `RIGHT` (the tail).
 public enum ListEnd: String, Sendable, RESPArgument {

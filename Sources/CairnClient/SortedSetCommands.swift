@@ -1,4 +1,4 @@
-public import RESP
+import RESP
 
 /// A sorted-set member and its score.
 public struct ScoredMember: Sendable, Hashable {

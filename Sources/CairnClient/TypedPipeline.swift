@@ -37,13 +37,48 @@ extension CommandSender {
         var arguments: [[any RESPArgument]] = []
         for command in repeat each commands { arguments.append(command.arguments) }
         let replies = try await pipeline(arguments)
-        guard replies.count == arguments.count else {
-            throw CairnClientError(.protocolViolation, message: "\(replies.count) replies to a pipeline of \(arguments.count) commands")
+        return try PipelineCommand<Void>.decode(replies, as: repeat each commands)
+    }
+}
+
+extension CairnClient {
+    /// Runs the commands as one transaction (MULTI, the commands, EXEC, on one connection) and
+    /// returns their replies as a tuple, each decoded to its command's type; the closure form
+    /// (``transaction(watching:attempts:_:)``) stays for WATCH and reads before EXEC.
+    ///
+    /// ```swift
+    /// let (_, stock) = try await client.transaction(SET("order:7", "paid"), INCRBY("stock", -1))
+    /// ```
+    ///
+    /// - Throws: as the typed `pipeline`: the first reply that is a server error, after the
+    ///   whole transaction ran; `EXECABORT` when the server refused a command before EXEC.
+    public func transaction<each Response>(
+        _ commands: repeat PipelineCommand<each Response>
+    ) async throws -> (repeat each Response) {
+        var queued: [[any RESPArgument]] = []
+        for command in repeat each commands { queued.append(command.arguments) }
+        let arguments = queued
+        let replies = try await transaction { tx in
+            for argv in arguments { tx.queue(argv) }
         }
-        // A server error anywhere is thrown before any reply is decoded, so the first one wins.
+        return try PipelineCommand<Void>.decode(replies, as: repeat each commands)
+    }
+}
+
+extension PipelineCommand {
+    /// The replies of a typed pipeline or transaction, decoded in order: a server error
+    /// anywhere is thrown before any reply is decoded, so the first one wins.
+    static func decode<each R>(
+        _ replies: [RESPValue], as commands: repeat PipelineCommand<each R>
+    ) throws(CairnClientError) -> (repeat each R) {
+        var count = 0
+        for _ in repeat each commands { count += 1 }
+        guard replies.count == count else {
+            throw CairnClientError(.protocolViolation, message: "\(replies.count) replies to \(count) commands")
+        }
         for reply in replies { _ = try reply.throwingServerError() }
         var next = 0
-        func decoded<R>(_ command: PipelineCommand<R>) throws(CairnClientError) -> R {
+        func decoded<C>(_ command: PipelineCommand<C>) throws(CairnClientError) -> C {
             defer { next += 1 }
             return try command.decode(replies[next])
         }

@@ -158,4 +158,9 @@ enum DocExamples {
     static func example19(client: CairnClient, server: some Service, logger: Logger) async throws {
         let (_, value, count) = try await client.pipeline(SET("k", "v"), GET("k"), INCR("n"))
     }
+
+    // Sources/CairnClient/TypedPipeline.swift:49
+    static func example20(client: CairnClient, server: some Service, logger: Logger) async throws {
+        let (_, stock) = try await client.transaction(SET("order:7", "paid"), INCRBY("stock", -1))
+    }
 }

@@ -60,4 +60,20 @@ import Testing
             #expect(shape?.code == .unexpectedReply)
         }
     }
+
+    /// The typed transaction: MULTI, the commands, EXEC, each reply decoded; a command that
+    /// fails inside EXEC throws after the others ran, as the typed pipeline does.
+    @Test func aTypedTransactionDecodesEachReply() async throws {
+        try await withCairnd { client, _ in
+            let (_, value, count) = try await client.transaction(SET("t", "1"), GET("t"), INCR("t"))
+            #expect(value == Array("1".utf8))
+            #expect(count == 2)
+            let failed = await #expect(throws: CairnClientError.self) {
+                _ = try await client.transaction(SET("word", "text"), INCR("word"), SET("later", "ran"))
+            }
+            #expect(failed?.code == .server && failed?.prefix == "ERR", "\(String(describing: failed))")
+            let later = try await client.getString("later")
+            #expect(later == "ran")
+        }
+    }
 }
