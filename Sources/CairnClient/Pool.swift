@@ -31,6 +31,11 @@ final class Pool: Sendable {
     private struct State: ~Copyable {
         var connections: [Connection] = []
         var leased: Set<ObjectIdentifier> = []
+        /// Shared requests holding each connection, from `pick` to `finished`: counted under
+        /// this lock, unlike the connection's own in-flight count (which rises only once the
+        /// request is written), so a lease never takes a connection a shared request was just
+        /// handed, and a blocking command cannot end up ahead of it.
+        var sharers: [ObjectIdentifier: Int] = [:]
         var opening = 0
         var waiters: [Waiter] = []
         var nextWaiter = 0
@@ -51,18 +56,29 @@ final class Pool: Sendable {
             for k in 0..<count {
                 let c = connections[(rotation &+ k) % count]
                 guard c.isActive, !leased.contains(ObjectIdentifier(c)) else { continue }
-                let load = c.inFlight
+                let load = self.load(c)
                 if exclusive {
                     if load == 0 && !c.isTainted {
                         leased.insert(ObjectIdentifier(c))
                         return c
                     }
-                } else if best == nil || load < best!.inFlight {
+                } else if best == nil || load < self.load(best!) {
                     best = c
                     if load == 0 { break }
                 }
             }
+            if let best { sharers[ObjectIdentifier(best), default: 0] += 1 }
             return best
+        }
+
+        /// Requests on `c`: those handed it and not finished, or in flight on it.
+        func load(_ c: Connection) -> Int {
+            max(sharers[ObjectIdentifier(c)] ?? 0, c.inFlight)
+        }
+
+        mutating func release(shared c: Connection) {
+            let id = ObjectIdentifier(c)
+            if let n = sharers[id], n > 1 { sharers[id] = n - 1 } else { sharers[id] = nil }
         }
 
         /// Leases leave one connection to shared requests (unless the pool has only one), so a
@@ -75,8 +91,8 @@ final class Pool: Sendable {
         func wantsAnother(exclusive: Bool, limit: Int) -> Bool {
             guard !closed, connections.count + opening < limit, !exclusive || mayLease(limit: limit) else { return false }
             let free = connections.filter { $0.isActive && !leased.contains(ObjectIdentifier($0)) }
-            if exclusive { return !free.contains { $0.inFlight == 0 } }
-            return opening == 0 && !free.contains { $0.inFlight == 0 }
+            if exclusive { return !free.contains { load($0) == 0 } }
+            return opening == 0 && !free.contains { load($0) == 0 }
         }
     }
 
@@ -175,7 +191,7 @@ final class Pool: Sendable {
         if exclusive, connection.isTainted { connection.close() }
         let done: [CheckedContinuation<Void, Never>] = state.withLock { s in
             s.active -= 1
-            if exclusive { s.leased.remove(ObjectIdentifier(connection)) }
+            if exclusive { s.leased.remove(ObjectIdentifier(connection)) } else { s.release(shared: connection) }
             guard s.closed, s.active == 0 else { return [] }
             defer { s.drained = [] }
             return s.drained
@@ -340,7 +356,7 @@ final class Pool: Sendable {
     private func retireIfIdle(_ channel: any Channel) {
         let victim = state.withLock { s -> Connection? in
             guard let c = s.connections.first(where: { $0.channel === channel }),
-                !s.leased.contains(ObjectIdentifier(c)), c.inFlight == 0
+                !s.leased.contains(ObjectIdentifier(c)), s.load(c) == 0
             else { return nil }
             s.connections.removeAll { $0 === c }
             return c

@@ -1,5 +1,6 @@
 import CairnClient
 import CairnTestSupport
+import Synchronization
 import Testing
 
 /// Typed list methods against the real cairnd, blocking pops included.
@@ -46,6 +47,31 @@ import Testing
             let got = try await popped
             #expect(got?.key.text == "jobs" && got?.element.text == "job1")
             #expect(try await client.blockingMove("none", "d", from: .left, to: .left, timeout: 0.1) == nil)
+        }
+    }
+
+    /// A blocking pop takes a connection to itself: a request sent at the same moment never
+    /// waits behind it. The pool once counted a shared request on its connection only once it
+    /// was written, so a lease taken in between could pick that connection too, and the shared
+    /// request waited for the pop's timeout (seen under load as a CLIENT LIST that never came
+    /// back in `blockingPopsWaitForAPushAndTimeOut`). The order of the two answers tells.
+    @Test func aRequestBesideABlockingPopIsNeverBehindIt() async throws {
+        try await withCairnd { client, _ in
+            for i in 0..<200 {
+                let key = "queue\(i)"
+                let order = Mutex<[String]>([])
+                async let popped: Void = {
+                    _ = try await client.blockingPop([key], timeout: 3)
+                    order.withLock { $0.append("pop") }
+                }()
+                _ = try await client.send(["PING"])
+                order.withLock { $0.append("ping") }
+                try await client.rpush(key, "x")
+                try await popped
+                let seen = order.withLock { $0 }
+                #expect(seen == ["ping", "pop"], "round \(i)")
+                if seen != ["ping", "pop"] { break }
+            }
         }
     }
 }
