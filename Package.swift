@@ -52,8 +52,8 @@ let package = Package(
         // functions are direct, not through __tls_get_addr and the PLT; the compression
         // libraries stay shared. Elsewhere, the system's shared library (see Rocks).
         .systemLibrary(name: "CRocksDB", pkgConfig: "cairn-rocksdb"),
-        // The server's Mutex: Synchronization's, or in `-DCAIRN_TSAN` builds (scripts/sanitize
-        // thread) a pthread one that ThreadSanitizer can see. No dependencies.
+        // A pthread Mutex that ThreadSanitizer can see, for `-DCAIRN_TSAN` builds (scripts/sanitize
+        // thread); empty otherwise. No dependencies.
         .target(name: "CairnSync", swiftSettings: serverSettings),
         // Links RocksDB through CRocksDB's pkg-config file on Linux; on macOS, the shared library.
         .target(

@@ -1,6 +1,5 @@
 import RESP
 import Synchronization
-import CairnSync
 
 /// ACL LOG: the latest denied commands, keys, channels and failed logins, newest first, at most
 /// `acllog-max-len`. A denial like one of the 10 newest (same reason, context, object and

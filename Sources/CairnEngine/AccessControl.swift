@@ -1,6 +1,5 @@
 import Crypto
 import Synchronization
-import CairnSync
 
 /// One user of the server, as `ACL SETUSER` and the `user` lines of `cairn.conf` (or the
 /// `aclfile`) describe it, with its passwords kept only as SHA-256 digests.

@@ -2,7 +2,6 @@ public import Rocks
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import CairnSync
 #endif
 
 /// Backups, online restore and checkpoints: the engine's side of BACKUP.*, BGSAVE, LASTSAVE and

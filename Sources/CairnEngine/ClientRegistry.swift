@@ -1,6 +1,5 @@
 import RESP
 import Synchronization
-import CairnSync
 
 /// What other connections may know about a client: `CLIENT LIST`, `CLIENT KILL`, INFO clients.
 public final class ClientRecord: Sendable {

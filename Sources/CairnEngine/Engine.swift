@@ -2,7 +2,6 @@ public import Logging
 public import RESP
 package import Rocks
 public import Synchronization
-import CairnSync
 
 /// Runs Redis commands against a RocksDB database, in-process.
 ///

@@ -1,5 +1,4 @@
 public import Synchronization
-import CairnSync
 
 /// Counters INFO reports. Relaxed atomics: each is an independent tally.
 public final class EngineStats: Sendable {

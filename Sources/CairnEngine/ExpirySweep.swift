@@ -1,6 +1,5 @@
 import Rocks
 import Synchronization
-import CairnSync
 
 /// Deletes expired keys in the background, within a time budget per step, so space comes back
 /// without anyone reading the keys or running COMPACT.

@@ -1,6 +1,5 @@
 import Rocks
 import Synchronization
-import CairnSync
 
 /// INFO keyspace's `db0` line: live keys and keys with a TTL, counted in the background.
 ///

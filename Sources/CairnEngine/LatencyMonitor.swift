@@ -1,5 +1,4 @@
 import Synchronization
-import CairnSync
 
 /// Latency events as Redis's latency monitor keeps them: for each event class (`command`,
 /// `fast-command`), the latest spike, the worst, and one sample per second of the last 160

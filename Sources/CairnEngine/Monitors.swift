@@ -1,5 +1,4 @@
 import Synchronization
-import CairnSync
 
 /// The clients in MONITOR mode, and the lines they are sent.
 /// https://redis.io/docs/latest/commands/monitor/

@@ -1,5 +1,4 @@
 import Synchronization
-import CairnSync
 
 /// Maps SCAN's numeric cursors to the key to resume after.
 ///

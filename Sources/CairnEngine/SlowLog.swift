@@ -1,5 +1,4 @@
 import Synchronization
-import CairnSync
 
 /// The slow log: the latest requests that ran longer than `slowlog-log-slower-than`
 /// microseconds, at most `slowlog-max-len` of them, newest first.

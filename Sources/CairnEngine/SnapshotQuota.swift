@@ -1,5 +1,4 @@
 import Synchronization
-import CairnSync
 
 /// Counts the snapshots held server-wide and by each ACL user, so `max-snapshots` is shared:
 /// one user (however many connections it opens) holds at most `max-snapshots-per-user` of

@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Synchronization
-import CairnSync
 
 /// Hot values in memory, in front of RocksDB (`value-cache-size`): a GET of a key read recently
 /// is answered from here, without a memtable search or a block-cache lookup.

@@ -2,7 +2,6 @@ import Dispatch
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import CairnSync
 #endif
 
 /// Threads for work that may run for seconds beside the workers: a big collection command run

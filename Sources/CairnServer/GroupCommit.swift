@@ -1,7 +1,6 @@
 import CairnEngine
 import Dispatch
 import Synchronization
-import CairnSync
 
 /// Group commit for `appendfsync always`: writes go to the WAL without sync, and their replies
 /// wait until one WAL sync (`flushWAL(sync: true)`) covers them.

@@ -4,7 +4,6 @@ public import Logging
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import CairnSync
 #endif
 
 /// The TCP server: a listener, a fixed set of workers, the WAL sync timer, and shutdown.

@@ -1,6 +1,5 @@
 import CRocksDB
 import Synchronization
-import CairnSync
 
 /// A column family of an open database: a separate key space with its own options.
 ///

@@ -2,7 +2,6 @@ import CRocksDB
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import CairnSync
 #endif
 
 /// What can be read: the database itself, or a snapshot of it.

@@ -5,7 +5,6 @@ import Dispatch
 import Foundation
 import Logging
 import Synchronization
-import CairnSync
 
 /// `cairnd`: the Cairn server. Argument parsing and wiring only; the work is in CairnServer.
 @main

@@ -1,5 +1,4 @@
 import Synchronization
-import CairnSync
 
 /// The clients parked by a blocking pop (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP), per key in
 /// arrival order, and who to wake when a key may have something for them.

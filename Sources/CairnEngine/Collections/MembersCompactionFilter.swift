@@ -3,7 +3,6 @@ import Rocks
 import Glibc
 #endif
 import Synchronization
-import CairnSync
 
 /// Drops members of collections that are gone (deleted, expired, overwritten, their family
 /// dropped or flushed) when compaction meets them, so that DEL of a collection of any size

@@ -1,5 +1,4 @@
 import Synchronization
-import CairnSync
 
 /// The lengths of values APPEND just grew, so the next APPEND of the key need not read it.
 ///

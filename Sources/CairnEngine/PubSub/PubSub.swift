@@ -1,6 +1,5 @@
 public import RESP
 import Synchronization
-import CairnSync
 
 /// Channels and patterns, and who listens to them: https://redis.io/docs/latest/develop/interact/pubsub/
 ///

@@ -3,7 +3,6 @@ import Synchronization
 import Rocks
 #if canImport(Glibc)
 import Glibc
-import CairnSync
 #endif
 
 /// This server's part in replication: primary or replica, its replication id, the replicas

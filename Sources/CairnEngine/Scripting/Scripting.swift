@@ -2,7 +2,6 @@ import CLua
 import Crypto
 import RESP
 import Synchronization
-import CairnSync
 
 /// The server's scripting: one Lua state, the script cache, and the running script's state
 /// that other clients see (BUSY, SCRIPT KILL).

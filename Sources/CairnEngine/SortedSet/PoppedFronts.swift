@@ -1,6 +1,5 @@
 import Rocks
 import Synchronization
-import CairnSync
 
 /// Where the live entries of a collection that is being popped begin (ZPOPMIN, SPOP) or end
 /// (ZPOPMAX), so the next pop seeks there instead of stepping over the tombstones of every
