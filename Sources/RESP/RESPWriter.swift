@@ -35,23 +35,31 @@ public struct RESPWriter: Sendable {
         // At most 1 + 1 + 20 + 2 bytes (the type, a sign, Int.min's digits, CRLF).
         var line: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         withUnsafeMutableBytes(of: &line) { b in
-            var start = b.count - 2
-            b[start] = 13
-            b[start + 1] = 10
-            var v = n.magnitude
-            repeat {
-                start -= 1
-                b[start] = UInt8(truncatingIfNeeded: 48 + v % 10)
-                v /= 10
-            } while v > 0
-            if n < 0 {
-                start -= 1
-                b[start] = UInt8(ascii: "-")
-            }
+            b[b.count - 2] = 13
+            b[b.count - 1] = 10
+            var start = Self.writeDigits(of: Int64(n), endingAt: b.count - 2, in: b)
             start -= 1
             b[start] = type
             append(UnsafeRawBufferPointer(rebasing: b[start...]))
         }
+    }
+
+    /// Writes `n`'s decimal digits (with a minus sign when negative) into `b`, ending just
+    /// before `end`; returns where they start.
+    @inline(__always)
+    private static func writeDigits(of n: Int64, endingAt end: Int, in b: UnsafeMutableRawBufferPointer) -> Int {
+        var start = end
+        var v = n.magnitude
+        repeat {
+            start -= 1
+            b[start] = UInt8(truncatingIfNeeded: 48 + v % 10)
+            v /= 10
+        } while v > 0
+        if n < 0 {
+            start -= 1
+            b[start] = UInt8(ascii: "-")
+        }
+        return start
     }
 
     /// An integer's decimal digits as a bulk string (RESP2 scores), or with `double` a RESP3
@@ -59,17 +67,7 @@ public struct RESPWriter: Sendable {
     public mutating func decimal(_ n: Int64, double: Bool = false) {
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
         withUnsafeMutableBytes(of: &digits) { b in
-            var start = b.count
-            var v = n.magnitude
-            repeat {
-                start -= 1
-                b[start] = UInt8(truncatingIfNeeded: 48 + v % 10)
-                v /= 10
-            } while v > 0
-            if n < 0 {
-                start -= 1
-                b[start] = UInt8(ascii: "-")
-            }
+            let start = Self.writeDigits(of: n, endingAt: b.count, in: b)
             let text = UnsafeRawBufferPointer(rebasing: b[start...])
             if double {
                 bytes.append(UInt8(ascii: ","))
