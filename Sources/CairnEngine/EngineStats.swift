@@ -12,7 +12,8 @@ public final class EngineStats: Sendable {
     public let netInputBytes = Atomic<Int>(0)
     public let netOutputBytes = Atomic<Int>(0)
     public let walSyncs = Atomic<Int>(0)
-    /// Big writes committed in pieces behind a journal entry (`Engine.writeClaimed`).
+    /// Big writes committed in pieces: behind a journal entry (`Engine.writeClaimed`), or a new
+    /// collection's members ahead of its metadata (`NewCollection`).
     public let piecewiseWrites = Atomic<Int>(0)
     /// Server-side iterators (ITER.OPEN) alive now; a gauge, not reset by CONFIG RESETSTAT.
     public let openIterators = Atomic<Int>(0)

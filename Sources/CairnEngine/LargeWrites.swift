@@ -35,11 +35,9 @@ extension Engine {
     static let pendingWritePrefix = Array("pending-write:".utf8)
 
     /// Writes `batch`: in pieces behind a journal entry when it is big and its keys are
-    /// claimed (the calling thread commits under a claim), else as one write. `journaled`
-    /// false: the batch's last record alone makes the rest visible (new collections' members,
-    /// then their metadata: LongWork.swift), so a crash between pieces leaves only entries no
-    /// key reaches, which the members family's compaction filter drops; no journal is needed.
-    func writeClaimed(_ batch: borrowing WriteBatch, options: WriteOptions, journaled: Bool = true) throws {
+    /// claimed (the calling thread commits under a claim), else as one write. (A new
+    /// collection's members go ahead without a journal: `NewCollection`.)
+    func writeClaimed(_ batch: borrowing WriteBatch, options: WriteOptions) throws {
         guard batch.count >= Engine.piecewiseEntries, locks.holdsClaim,
               let meta = database.family(named: Engine.metaFamilyName)
         else {
@@ -49,13 +47,6 @@ extension Engine {
         let data = batch.data
         guard let pieces = LargeWrite.pieces(of: data, entries: Engine.pieceEntries), pieces.count > 1 else {
             try database.write(batch, options: options)
-            return
-        }
-        guard journaled else {
-            let unsynced = WriteOptions(sync: false, noSlowdown: options.noSlowdown)
-            for piece in pieces.dropLast() { try database.write(serializedBatch: piece, options: unsynced) }
-            try database.write(serializedBatch: pieces[pieces.count - 1], options: options)
-            stats.piecewiseWrites.increment()
             return
         }
         // Unique even for two big writes (of different keys) that start at the same sequence.
@@ -86,13 +77,15 @@ extension Engine {
     /// deletion. On a primary only: a replica's data follows its primary's sequence numbers,
     /// and its primary sends the rest of the pieces. Returns how many were completed. Called
     /// while no command runs (at start, when a swapped-in database is installed), or under
-    /// every key lock (a promotion).
+    /// every key lock (a promotion). New collections a crash left half written are dropped
+    /// (`dropInterruptedNewCollections`).
     @discardableResult
     func finishPendingWrites() -> Int {
         guard !replication.isReplica, !diskGuard.isReadOnly,
               let meta = database.family(named: Engine.metaFamilyName)
         else { return 0 }
         do {
+            try dropInterruptedNewCollections()
             let pending = try database.entries(withPrefix: Engine.pendingWritePrefix, in: meta)
             guard !pending.isEmpty else { return 0 }
             do {

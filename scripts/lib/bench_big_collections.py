@@ -100,8 +100,16 @@ def server_usec(client, request):
     return entry["usec"] if entry else 0
 
 
-def measure(port, request):
-    """Runs `request` while two victims run: (the server's seconds, the wall seconds, the victims' worst)."""
+def cpu_seconds(pid):
+    """The process's CPU time so far (user + system, every thread), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(port, pid, request):
+    """Runs `request` while two victims run: (the server's seconds, the wall seconds, the victims'
+    worst, the server's CPU seconds meanwhile, its background threads' included)."""
     stop, measuring = multiprocessing.Event(), multiprocessing.Event()
     worst = [multiprocessing.Value("d", 0.0) for _ in range(2)]
     victims = [multiprocessing.Process(target=victim, args=(port, op, measuring, stop, w), daemon=True)
@@ -112,16 +120,18 @@ def measure(port, request):
     c = redis.Redis(port=port, socket_timeout=600)
     c.config_resetstat()
     measuring.set()
+    cpu = cpu_seconds(pid)
     t = time.monotonic()
     c.execute_command(*request)
     elapsed = time.monotonic() - t
     time.sleep(0.1)
+    cpu = cpu_seconds(pid) - cpu
     measuring.clear()
     usec = server_usec(c, request)
     stop.set()
     for v in victims:
         v.join(30)
-    return usec / 1e6, elapsed, max(w.value for w in worst)
+    return usec / 1e6, elapsed, max(w.value for w in worst), cpu
 
 
 def main():
@@ -150,16 +160,17 @@ def main():
             for server in (cairn, red) if rnd % 2 == 0 else (red, cairn):
                 c = redis.Redis(port=server.port, socket_timeout=600)
                 for name, request, reset in chosen:
-                    seconds, wall, worst = measure(server.port, request)
-                    results.setdefault((server.name, name), []).append((seconds, worst))
+                    seconds, wall, worst, cpu = measure(server.port, server.process.pid, request)
+                    results.setdefault((server.name, name), []).append((seconds, worst, cpu))
                     if reset:
                         c.execute_command(*reset)
                     print(f"round {rnd + 1} {server.name:5} {name:28} {seconds * 1000:9.1f} ms (client saw {wall * 1000:9.1f} ms)"
-                          f"  victim {worst * 1000:7.1f} ms", file=sys.stderr, flush=True)
+                          f"  victim {worst * 1000:7.1f} ms  cpu {cpu * 1000:7.0f} ms", file=sys.stderr, flush=True)
         print(f"\n{a.members:,} members, medians of {a.rounds} rounds: the server's own time for the command (INFO commandstats),"
-              f" and the longest GET/SET round trip of a victim on other keys meanwhile\n")
-        print(f"| command | Cairn | Redis | Cairn / Redis | Cairn's victim | Redis's victim |")
-        print(f"|---|---|---|---|---|---|")
+              f" the longest GET/SET round trip of a victim on other keys meanwhile, and the server's CPU time meanwhile"
+              f" (every thread: on a busy machine the steadier measure of the work)\n")
+        print(f"| command | Cairn | Redis | Cairn / Redis | Cairn's victim | Redis's victim | Cairn CPU | Redis CPU | CPU ratio |")
+        print(f"|---|---|---|---|---|---|---|---|---|")
         for name, _, _ in chosen:
             cs = results[("Cairn", name)]
             rs = results[("Redis", name)]
@@ -167,8 +178,11 @@ def main():
             rt = statistics.median(x[0] for x in rs)
             cv = max(x[1] for x in cs)
             rv = max(x[1] for x in rs)
+            cc = statistics.median(x[2] for x in cs)
+            rc = statistics.median(x[2] for x in rs)
             print(f"| {name} | {ct * 1000:,.1f} ms | {rt * 1000:,.1f} ms | {ct / rt if rt else float('inf'):.2f}x "
-                  f"| {cv * 1000:,.1f} ms | {rv * 1000:,.1f} ms |")
+                  f"| {cv * 1000:,.1f} ms | {rv * 1000:,.1f} ms | {cc * 1000:,.0f} ms | {rc * 1000:,.0f} ms "
+                  f"| {cc / rc if rc else float('inf'):.2f}x |")
     finally:
         cairn.stop()
         red.stop()

@@ -40,6 +40,9 @@ struct CollectionChange {
         deletes.append(entryKey(tag, sub))
     }
 
+    /// Forgets the puts so far, once they are written (`NewCollection`).
+    mutating func removePuts() { puts.removeAll(keepingCapacity: true) }
+
     var isEmpty: Bool { puts.isEmpty && deletes.isEmpty && !replaces }
 }
 
@@ -381,7 +384,9 @@ extension Call {
         tx.changedStripes.insert(engine.locks.stripe(for: c.key, in: family))
     }
 
-    func commit(_ changes: [CollectionChange]) throws(CommandError) {
+    /// `inFlight`: the first change is a new collection whose members went ahead in pieces
+    /// (`NewCollection`); this write deletes its in-flight record with its metadata.
+    func commit(_ changes: [CollectionChange], inFlight: Bool = false) throws(CommandError) {
         let changes = changes.filter { Self.writes($0) }
         guard !changes.isEmpty else { return }
         if let tx = session.transaction {
@@ -394,12 +399,14 @@ extension Call {
             for k in c.deletes { batch.delete(k, in: members) }
             if c.meta.size == 0 { batch.delete(c.key, in: family.handle) } else { batch.put(c.key, c.meta.stored, in: family.handle) }
         }
+        if inFlight, let meta = database.family(named: Engine.metaFamilyName) {
+            batch.delete(Engine.inFlightKey(changes[0].prefix), in: meta)
+        }
         let options = engine.writeOptions
-        // In pieces when it is big and its keys are claimed (a long command: LongWork.swift);
-        // one new collection (a *STORE's result) needs no journal: its metadata, last in the
-        // batch, is what makes its members reachable.
-        let journaled = changes.count > 1 || changes[0].existed
-        try engine.storage("write") { try engine.writeClaimed(batch, options: options, journaled: journaled) }
+        // In pieces behind a journal entry when it is big and its keys are claimed (a long
+        // command: LongWork.swift).
+        try engine.storage("write") { try engine.writeClaimed(batch, options: options) }
+        if inFlight { engine.stats.piecewiseWrites.increment() }
         for c in changes { engine.locks.changed(c.key, in: family) }
         engine.blocking.signal(family: family.name, keys: changes.lazy.filter { $0.meta.size > 0 }.map(\.key))
     }

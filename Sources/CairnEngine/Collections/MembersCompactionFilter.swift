@@ -9,8 +9,8 @@ import Synchronization
 /// writes one tombstone and the space still comes back without anyone running COMPACT.
 ///
 /// An entry lives while its user key holds collection metadata with the entry's version
-/// (`MemberKeys`), read from the latest data, or a `moved` record sends it to a key that does
-/// (`CollectionMoves`). One filter serves one compaction, on one thread; entries arrive in key
+/// (`MemberKeys`), read from the latest data, a `moved` record sends it to a key that does
+/// (`CollectionMoves`), or its collection is new and still being written (`NewCollection`). One filter serves one compaction, on one thread; entries arrive in key
 /// order, so one collection's entries come together and one lookup serves them all: the
 /// filter remembers the last collection's prefix and answer, and compares each key's start with
 /// it (no parsing, allocation or hashing per entry). (A collection deleted during a compaction
@@ -76,8 +76,11 @@ final class CollectionLiveness: Sendable {
             if let meta = try metadata(entry.key, in: family, database, options), meta.version == entry.version, meta.home == nil {
                 return true
             }
-            guard let metaFamily = database.family(named: Engine.metaFamilyName),
-                  let target = try database.get(CollectionMoves.recordKey(family: entry.family, home: entry.key, version: entry.version), in: metaFamily, options: options)
+            guard let metaFamily = database.family(named: Engine.metaFamilyName) else { return false }
+            // A new collection still being written: its metadata comes with its last piece.
+            let prefix = MemberKeys.prefix(family: entry.family, key: entry.key, version: entry.version)
+            if try database.get(Engine.inFlightKey(prefix), in: metaFamily, options: options) != nil { return true }
+            guard let target = try database.get(CollectionMoves.recordKey(family: entry.family, home: entry.key, version: entry.version), in: metaFamily, options: options)
             else { return false }
             guard let meta = try metadata(target, in: family, database, options) else { return false }
             return meta.version == entry.version && meta.home == entry.key

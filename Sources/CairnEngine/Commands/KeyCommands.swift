@@ -186,20 +186,20 @@ enum KeyCommands {
             return
         }
         if let at = meta.expiresAt { call.engine.expirySweep.noteExpiringWrite(expiresAt: at) }
-        var copy = call.fresh(to, entry.type)
-        copy.meta.size = meta.size
-        copy.meta.head = meta.head
-        copy.meta.tail = meta.tail
-        copy.meta.expiresAt = meta.expiresAt
-        for tag in [MemberKeys.Tag.member, .score] {
-            try call.scanMembers(meta, of: from, tag) { sub, value in
-                copy.put(tag, sub, value)
-                return true
-            }
-        }
         var source = CollectionChange(key: from, meta: meta, family: call.family.name, existed: true)
         source.meta.size = 0  // deletes its metadata; its members become unreachable
-        try call.commit(removingSource ? [copy, source] : [copy])
+        try call.writeNew(to, entry.type, also: removingSource ? [source] : []) { (copy: inout NewCollection) throws(CommandError) in
+            copy.meta.size = meta.size
+            copy.meta.head = meta.head
+            copy.meta.tail = meta.tail
+            copy.meta.expiresAt = meta.expiresAt
+            for tag in [MemberKeys.Tag.member, .score] {
+                try call.scanMembers(meta, of: from, tag) { (sub, value) throws(CommandError) -> Bool in
+                    try copy.put(tag, sub, value)
+                    return true
+                }
+            }
+        }
     }
 
     static func copy(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {

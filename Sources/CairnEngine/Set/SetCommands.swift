@@ -204,19 +204,14 @@ enum SetCommands {
     /// result, or deletes it when the result is empty; returns the result's size.
     static func store(_ call: Call, _ operation: SetAlgebra.Operation) throws(CommandError) -> Int {
         try call.locked(Array(call.argv[1...])) { () throws(CommandError) -> Int in
-            let destination = call[1]
-            var change = call.fresh(destination, .set)
-            try SetAlgebra.visit(operation, call, Array(call.argv[2...])) { m in
-                change.put(.member, m, [])
-                change.meta.size += 1
-                return true
+            let stored = try call.writeNew(call[1], .set) { (new: inout NewCollection) throws(CommandError) in
+                try SetAlgebra.visit(operation, call, Array(call.argv[2...])) { m throws(CommandError) in
+                    try new.put(.member, m, [])
+                    new.meta.size += 1
+                    return true
+                }
             }
-            if change.meta.size == 0 {
-                if try call.withStored(destination, { t, _, _ in t != nil }) { try call.remove(destination) }
-                return 0
-            }
-            try call.commit(change)
-            return Int(change.meta.size)
+            return Int(stored.size)
         }
     }
 

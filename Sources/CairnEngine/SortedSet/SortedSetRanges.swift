@@ -170,13 +170,9 @@ enum SortedSetRanges {
     /// Replaces `destination` with a sorted set of `entries` (deletes it when there are none);
     /// their number. Call under the destination's lock.
     static func storeEntries(_ call: Call, _ destination: [UInt8], _ entries: [SortedEntry]) throws(CommandError) -> Int {
-        if entries.isEmpty {
-            if try call.withStored(destination, { t, _, _ in t != nil }) { try call.remove(destination) }
-            return 0
+        let stored = try call.writeNew(destination, .zset) { (new: inout NewCollection) throws(CommandError) in
+            try SortedSetEntries.putNew(&new, entries)
         }
-        var change = call.fresh(destination, .zset)
-        for e in entries { SortedSetEntries.put(&change, e.member, e.score, old: nil) }
-        try call.commit(change)
-        return entries.count
+        return Int(stored.size)
     }
 }
