@@ -76,6 +76,8 @@ public final class Engine: @unchecked Sendable {
 
     /// Opens (creating if needed) the database in `configuration.dir`.
     public init(configuration: Configuration, logger: Logger) throws {
+        // Made here, on a thread of normal priority, whose nice value it inherits.
+        _ = NormalPriorityThread.shared
         self.logger = logger
         self.config = Mutex(configuration)
         self.guardrails = try Guardrails(configuration)

@@ -261,27 +261,32 @@ final class KeyLocks: @unchecked Sendable {
     /// stripes it changed.
     private func withClaim<R, E: Error>(_ keys: [(key: [UInt8], family: Family)], _ body: () throws(E) -> R) throws(E) -> R {
         let claim = Claim(keys)
-        withEveryStripe {
-            pthread_mutex_lock(&claimMutex)
-            claims.append(claim)
-            claimCount.add(1, ordering: .relaxed)
-            pthread_mutex_unlock(&claimMutex)
+        // Every stripe held: at normal priority, so no worker waits for a preempted thread of low priority.
+        NormalPriorityThread.shared.run {
+            withEveryStripe {
+                pthread_mutex_lock(&claimMutex)
+                claims.append(claim)
+                claimCount.add(1, ordering: .relaxed)
+                pthread_mutex_unlock(&claimMutex)
+            }
         }
         pthread_setspecific(currentClaim, Unmanaged.passUnretained(claim).toOpaque())
         defer {
             pthread_setspecific(currentClaim, nil)
-            lockAll()
-            for i in claim.changed {
-                versions[i].wrappingAdd(1, ordering: .releasing)
-                stripeOnlyVersions[i].wrappingAdd(1, ordering: .releasing)
+            NormalPriorityThread.shared.run {
+                lockAll()
+                for i in claim.changed {
+                    versions[i].wrappingAdd(1, ordering: .releasing)
+                    stripeOnlyVersions[i].wrappingAdd(1, ordering: .releasing)
+                }
+                pthread_mutex_lock(&claimMutex)
+                claims.removeAll { $0 === claim }
+                claimCount.subtract(1, ordering: .relaxed)
+                claim.done = true
+                pthread_cond_broadcast(&claimEnded)
+                pthread_mutex_unlock(&claimMutex)
+                unlockAll()
             }
-            pthread_mutex_lock(&claimMutex)
-            claims.removeAll { $0 === claim }
-            claimCount.subtract(1, ordering: .relaxed)
-            claim.done = true
-            pthread_cond_broadcast(&claimEnded)
-            pthread_mutex_unlock(&claimMutex)
-            unlockAll()
         }
         return try body()
     }

@@ -36,17 +36,21 @@ extension Engine {
 
     /// Writes `batch`: in pieces behind a journal entry when it is big and its keys are
     /// claimed (the calling thread commits under a claim), else as one write. (A new
-    /// collection's members go ahead without a journal: `NewCollection`.)
+    /// collection's members go ahead without a journal: `NewCollection`.) A thread of low
+    /// priority writes through `NormalPriorityThread`, so no small write waits in its group for it.
     func writeClaimed(_ batch: borrowing WriteBatch, options: WriteOptions) throws {
-        guard batch.count >= Engine.piecewiseEntries, locks.holdsClaim,
-              let meta = database.family(named: Engine.metaFamilyName)
-        else {
+        // A claim is held by a long command only (LongWork.swift): the common write pays nothing more.
+        guard locks.holdsClaim else {
             try database.write(batch, options: options)
+            return
+        }
+        guard batch.count >= Engine.piecewiseEntries, let meta = database.family(named: Engine.metaFamilyName) else {
+            try NormalPriorityThread.shared.run { try database.write(batch, options: options) }
             return
         }
         let data = batch.data
         guard let pieces = LargeWrite.pieces(of: data, entries: Engine.pieceEntries), pieces.count > 1 else {
-            try database.write(batch, options: options)
+            try NormalPriorityThread.shared.run { try database.write(batch, options: options) }
             return
         }
         // Unique even for two big writes (of different keys) that start at the same sequence.
@@ -57,14 +61,14 @@ extension Engine {
         journal.put(key, data, in: meta)
         // Only the last write waits for a sync (when asked): it syncs the earlier ones too.
         let unsynced = WriteOptions(sync: false, noSlowdown: options.noSlowdown)
-        try database.write(journal, options: unsynced)
+        try NormalPriorityThread.shared.run { try database.write(journal, options: unsynced) }
         do {
-            for piece in pieces.dropLast() { try database.write(serializedBatch: piece, options: unsynced) }
+            for piece in pieces.dropLast() { try NormalPriorityThread.shared.run { try database.write(serializedBatch: piece, options: unsynced) } }
             guard var last = WriteBatch(serialized: pieces[pieces.count - 1]) else {
                 throw StorageError(code: .invalidArgument, message: "a piece of a big write is not a write batch")
             }
             last.delete(key, in: meta)
-            try database.write(last, options: options)
+            try NormalPriorityThread.shared.run { try database.write(last, options: options) }
         } catch {
             logger.error("a big write failed after its first piece (\(error)); its journal entry stays, and the next start completes it")
             throw error

@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import func CairnSync.withThreadName
 #if canImport(Glibc)
 import Glibc
 #endif

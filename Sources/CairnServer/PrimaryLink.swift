@@ -2,6 +2,7 @@ import CairnEngine
 import Dispatch
 import Logging
 import RESP
+import func CairnSync.withThreadName
 #if canImport(Glibc)
 import Glibc
 #endif

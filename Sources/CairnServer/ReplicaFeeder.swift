@@ -3,6 +3,7 @@ import Dispatch
 import Logging
 import RESP
 import Synchronization
+import func CairnSync.withThreadName
 #if canImport(Glibc)
 import Glibc
 #endif

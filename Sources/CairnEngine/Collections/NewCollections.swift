@@ -54,7 +54,7 @@ struct NewCollection {
         for (k, v) in change.puts { batch.put(k, v, in: call.members) }
         // Unsynced: the last write syncs (when asked) and makes everything reachable.
         let options = WriteOptions(sync: false, noSlowdown: engine.writeOptions.noSlowdown)
-        try engine.storage("write") { try engine.database.write(batch, options: options) }
+        try engine.storage("write") { try NormalPriorityThread.shared.run { try engine.database.write(batch, options: options) } }
         inFlight = true
         change.removePuts()
     }

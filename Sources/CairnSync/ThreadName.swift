@@ -5,9 +5,10 @@ import Glibc
 /// Runs `body` with the calling thread named `name` (at most 15 bytes, Linux's limit), then
 /// gives the thread its old name back: a replication link holds a Dispatch thread for as long
 /// as it lives, and the name lets `top -H` and `/proc/PID/task/*/stat` (scripts/bench-replication)
-/// show what that thread costs. Through `/proc/thread-self/comm`: Glibc's module does not
-/// export `pthread_setname_np` to Swift.
-func withThreadName<R>(_ name: String, _ body: () throws -> R) rethrows -> R {
+/// show what that thread costs (the server's background threads and the engine's writer thread
+/// are named the same way). Through `/proc/thread-self/comm`: Glibc's module does not export
+/// `pthread_setname_np` to Swift.
+public func withThreadName<R>(_ name: String, _ body: () throws -> R) rethrows -> R {
     let old = threadName()
     setThreadName(name)
     defer { if let old { setThreadName(old) } }
