@@ -263,6 +263,16 @@ def test_geoadd_options_and_errors(conns):
         ("GEOADD", "g", "CH", "NX", "13.6", "38.3", "Palermo", "2", "2", "Two"),
         ("GEOADD", "g", "ch", "xx", "13.6", "38.3", "Palermo"),
         ("ZRANGE", "g", "0", "-1", "WITHSCORES"),
+        # A member named twice: the triples apply one by one.
+        ("GEOADD", "dup", "1", "1", "m", "2", "2", "m"),
+        ("GEOADD", "dup", "NX", "3", "3", "n", "4", "4", "n", "5", "5", "m"),
+        ("GEOADD", "dup", "CH", "6", "6", "o", "7", "7", "o", "2", "2", "m", "1", "1", "m"),
+        ("GEOADD", "dup", "XX", "CH", "8", "8", "p", "9", "9", "p", "1", "1", "m", "1", "1", "m"),
+        ("GEOADD", "dup", "XX", "CH", "3", "3", "n", "3", "3", "n", "4", "4", "n"),
+        ("GEOADD", "dup", "NX", "CH", "3", "3", "q", "3", "3", "q"),
+        ("GEOADD", "dup2", "XX", "1", "1", "a", "1", "1", "a"),
+        ("ZRANGE", "dup", "0", "-1", "WITHSCORES"),
+        ("EXISTS", "dup2"),
         ("GEOADD", "missing", "XX", "1", "1", "a"),
         ("EXISTS", "missing"),
         # Errors: options, arity, coordinates (the first invalid pair stops the whole request).
@@ -301,7 +311,7 @@ def test_geoadd_options_and_errors(conns):
     ]
     for argv in steps:
         same(pair, *argv)
-    same(pair, "DEL", "g", "str", "dst")
+    same(pair, "DEL", "g", "str", "dst", "dup")
 
 
 # Search centres: members and coordinates, including the Mercator limits and the antimeridian.
@@ -488,6 +498,8 @@ def test_multi_exec(conns):
             ("MULTI",),
             ("GEOADD", "tx", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catania", "2.35", "48.85", "Paris"),
             ("GEOADD", "tx", "CH", "XX", "13.4", "38.2", "Palermo"),
+            ("GEOADD", "tx", "CH", "1", "1", "Dup", "2", "2", "Dup", "13.5", "38.2", "Palermo", "13.4", "38.2", "Palermo"),
+            ("GEOPOS", "tx", "Dup", "Palermo"),
             ("GEOPOS", "tx", "Palermo", "nope"),
             ("GEOHASH", "tx", "Catania"),
             ("GEODIST", "tx", "Palermo", "Catania", "km"),

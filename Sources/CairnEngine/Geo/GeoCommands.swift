@@ -61,8 +61,44 @@ enum GeoCommands {
             guard let score = GeoHash.score(longitude: p.longitude, latitude: p.latitude) else { throw .syntax }
             pairs.append((call[j + 2], score))
         }
-        let result = try SortedSetCommands.update(call, pairs, o)
+        let result = Set(pairs.map { ByteKey($0.0) }).count == pairs.count
+            ? try SortedSetCommands.update(call, pairs, o)
+            : try addInOrder(call, pairs, o)
         out.integer(o.changed ? result.added + result.updated : result.added)
+    }
+
+    /// GEOADD naming a member twice: Redis applies the triples one by one (with NX the first
+    /// position stays; CH counts the second as a change), where ZADD's `update` keeps each
+    /// member's last score. The triples are applied here in order, against the stored scores,
+    /// and the final scores written through `update`.
+    private static func addInOrder(_ call: Call, _ pairs: [([UInt8], Double)], _ o: SortedSetCommands.AddOptions) throws(CommandError) -> (added: Int, updated: Int, score: Double?) {
+        try call.locked(call[1]) { () throws(CommandError) -> (added: Int, updated: Int, score: Double?) in
+            var members: [[UInt8]] = []
+            var seen: Set<ByteKey> = []
+            for (m, _) in pairs where seen.insert(ByteKey(m)).inserted { members.append(m) }
+            let stored = try call.collection(call[1], .zset).map { (meta: CollectionMetadata) throws(CommandError) -> [Double?] in
+                try SortedSetEntries.scores(call, meta, call[1], members)
+            } ?? Array(repeating: nil, count: members.count)
+            var current: [ByteKey: Double] = [:]
+            for (m, score) in zip(members, stored) { current[ByteKey(m)] = score }
+            var added = 0, updated = 0
+            for (m, score) in pairs {
+                if let old = current[ByteKey(m)] {
+                    if o.onlyNew || score == old { continue }
+                    updated += 1
+                } else {
+                    if o.onlyExisting { continue }
+                    added += 1
+                }
+                current[ByteKey(m)] = score
+            }
+            let changed = zip(members, stored).compactMap { (m, old) -> ([UInt8], Double)? in
+                guard let score = current[ByteKey(m)], score != old else { return nil }
+                return (m, score)
+            }
+            if !changed.isEmpty { _ = try SortedSetCommands.update(call, changed, SortedSetCommands.AddOptions()) }
+            return (added, updated, nil)
+        }
     }
 
     /// GEODIST: https://redis.io/docs/latest/commands/geodist/ — nil when the key or either
