@@ -46,6 +46,7 @@ public struct ACLCategories: OptionSet, Sendable, Hashable {
         case "list": c.insert(bit("list"))
         case "set": c.insert(bit("set"))
         case "sortedset": c.insert(bit("sortedset"))
+        case "geo": c.insert(bit("geo"))
         case "pubsub": c.insert(bit("pubsub"))
         case "connection": c.insert(bit("connection"))
         case "transactions": c.insert(bit("transaction"))

@@ -64,6 +64,7 @@ public struct CommandTable: Sendable {
         SetCommands.all,
         SortedSetCommands.all,
         SortedSetPops.all,
+        GeoCommands.all,
         ServerCommands.all,
         FamilyCommands.all,
         SnapshotCommands.all,
