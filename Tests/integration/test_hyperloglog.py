@@ -8,6 +8,7 @@ Replies are read raw (RESP2), so error prefixes (WRONGTYPE, INVALIDOBJ) are comp
 """
 import random
 import struct
+import time
 
 import pytest
 
@@ -468,3 +469,63 @@ def test_acl_key_patterns(both):
         both.redis.call("AUTH", "default", "x")
         both.same("ACL", "DELUSER", "hlluser")
     both.same_bytes("app:h", "app:d", "secret", "ro:src")
+
+
+def test_replicated(fresh_server):
+    """PFADD, PFMERGE and the count PFCOUNT stores reach a replica as the primary's bytes; a
+    PFCOUNT on the replica answers the same count and stores nothing."""
+    primary, replica = fresh_server(), fresh_server()
+    p, r = primary.client(), replica.client()
+    assert r.execute_command("REPLICAOF", "127.0.0.1", primary.port) == b"OK"
+    p.execute_command("PFADD", "sparse", *elements(100))
+    p.execute_command("PFADD", "dense", *elements(5000))
+    p.execute_command("PFMERGE", "merged", "sparse", "dense")
+    p.execute_command("PFADD", "cached", *elements(300, "c"))
+    count = p.execute_command("PFCOUNT", "cached")
+    keys = ["sparse", "dense", "merged", "cached"]
+    deadline = time.time() + 30
+    while [r.get(k) for k in keys] != [p.get(k) for k in keys]:
+        assert time.time() < deadline, "the replica did not catch up"
+        time.sleep(0.05)
+    assert r.get("cached")[15] & 0x80 == 0, "the stored count was replicated"
+    stale = r.get("merged")
+    assert stale[15] & 0x80
+    # Counted on the primary as a union of one (which stores nothing there either).
+    assert r.execute_command("PFCOUNT", "merged") == p.execute_command("PFCOUNT", "merged", "merged")
+    assert r.execute_command("PFCOUNT", "cached") == count
+    assert r.get("merged") == stale
+
+
+def test_pfcount_through_a_snapshot_stores_nothing(server):
+    """Reading through SNAPSHOT.USE, PFCOUNT answers the snapshot's count and does not write
+    the snapshot's value over the key's newer one."""
+    c = server.client()
+    c.delete("snap")
+    c.execute_command("PFADD", "snap", *elements(200))
+    snapshot = c.execute_command("SNAPSHOT.CREATE")
+    c.execute_command("PFADD", "snap", *elements(200, "later"))
+    newer = c.get("snap")
+    c.execute_command("SNAPSHOT.USE", snapshot)
+    old_count = c.execute_command("PFCOUNT", "snap")
+    c.execute_command("SNAPSHOT.USE", "NONE")
+    assert c.get("snap") == newer
+    assert c.execute_command("PFCOUNT", "snap") > old_count
+    c.execute_command("SNAPSHOT.RELEASE", snapshot)
+
+
+def test_client_pause_write_holds_pfcount(both, server, redis_server):
+    """PFCOUNT may store its count, so CLIENT PAUSE WRITE holds it as Redis does, where a GET
+    of the same key runs at once."""
+    both.same("PFADD", "hll", "a", "b")
+    for port, admin in ((server.port, both.cairn), (redis_server.port, both.redis)):
+        other = Raw(port)
+        try:
+            assert admin.call("CLIENT", "PAUSE", "400", "WRITE") == "OK"
+            start = time.time()
+            assert other.call("GET", "hll") is not None
+            assert time.time() - start < 0.2
+            assert other.call("PFCOUNT", "hll") == 2
+            assert time.time() - start >= 0.3, port
+        finally:
+            admin.call("CLIENT", "UNPAUSE")
+            other.close()

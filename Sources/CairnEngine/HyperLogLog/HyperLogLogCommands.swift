@@ -82,23 +82,20 @@ enum HyperLogLogCommands {
             return
         }
         let key = call[1]
-        enum Found { case missing, cached(UInt64), stale }
-        // Usually the cached count, read without a lock.
-        let found = try call.withPayload(key) { (payload, _) throws(CommandError) -> Found in
-            guard let payload else { return .missing }
+        let engine = call.engine
+        let mayStore = call.session.readSnapshot == nil && !engine.replication.isReplica && !engine.diskGuard.refusesWrites
+        // Usually the cached count, read without a lock; a stale one is counted here when it
+        // cannot be stored, else again under the key's lock, then stored.
+        let counted = try call.withPayload(key) { (payload, _) throws(CommandError) -> UInt64? in
+            guard let payload else { return 0 }
             guard HyperLogLog.isValid(payload) else { throw HyperLogLog.notHyperLogLog }
-            return HyperLogLog.cachedCardinality(of: payload).map(Found.cached) ?? .stale
+            if let card = HyperLogLog.cachedCardinality(of: payload) { return card }
+            return mayStore ? nil : try estimate(payload).get()
         }
-        switch found {
-        case .missing: out.integer(0)
-        case .cached(let card): out.integer(Int64(bitPattern: card))
-        case .stale:
-            let engine = call.engine
-            let mayStore = call.session.readSnapshot == nil && !engine.replication.isReplica && !engine.diskGuard.refusesWrites
-            let card = mayStore
-                ? try call.locked(key) { () throws(CommandError) -> UInt64 in try countAndCache(call, key) }
-                : try call.withPayload(key) { (payload, _) throws(CommandError) -> UInt64 in try estimate(payload) }
-            out.integer(Int64(bitPattern: card))
+        if let counted {
+            out.integer(Int64(bitPattern: counted))
+        } else {
+            out.integer(Int64(bitPattern: try call.locked(key) { () throws(CommandError) -> UInt64 in try countAndCache(call, key) }))
         }
     }
 
@@ -107,21 +104,17 @@ enum HyperLogLogCommands {
         guard let old = try call.read(key) else { return 0 }
         guard var hll = HyperLogLog(old.payload) else { throw HyperLogLog.notHyperLogLog }
         if let card = hll.bytes.withUnsafeBytes(HyperLogLog.cachedCardinality) { return card }
-        guard let histogram = hll.bytes.withUnsafeBytes(HyperLogLog.histogram) else { throw HyperLogLog.corrupted }
-        let card = HyperLogLogEstimator.cardinality(histogram)
+        let card = try hll.bytes.withUnsafeBytes(estimate).get()
         hll.cache(cardinality: card)
         try call.write(key, hll.bytes, expiresAt: old.expiresAt)
         return card
     }
 
-    /// The estimated count of a HyperLogLog value (nil: a missing key, 0); WRONGTYPE when it
-    /// is not one, INVALIDOBJ when its sparse registers are corrupt.
-    private static func estimate(_ value: UnsafeRawBufferPointer?) throws(CommandError) -> UInt64 {
-        guard let value else { return 0 }
-        guard HyperLogLog.isValid(value) else { throw HyperLogLog.notHyperLogLog }
-        if let card = HyperLogLog.cachedCardinality(of: value) { return card }
-        guard let histogram = HyperLogLog.histogram(of: value) else { throw HyperLogLog.corrupted }
-        return HyperLogLogEstimator.cardinality(histogram)
+    /// The estimated count of a HyperLogLog value whose cached count is stale; INVALIDOBJ when
+    /// its sparse registers are corrupt.
+    private static func estimate(_ value: UnsafeRawBufferPointer) -> Result<UInt64, CommandError> {
+        guard let histogram = HyperLogLog.histogram(of: value) else { return .failure(HyperLogLog.corrupted) }
+        return .success(HyperLogLogEstimator.cardinality(histogram))
     }
 
     /// PFMERGE destkey [sourcekey ...]: the union of the sources and of `destkey` itself into
