@@ -213,7 +213,8 @@ public struct Command: Sendable {
         /// without keys. Redis's `no_mandatory_keys`.
         public static let noMandatoryKeys = Flags(rawValue: 1 << 12)
         /// A read that may still change its key (PFCOUNT stores the count it computed), so a
-        /// read-only script may not call it. Redis's `may_replicate`.
+        /// read-only script may not call it and CLIENT PAUSE WRITE holds it. Redis's
+        /// `may_replicate`.
         public static let mayReplicate = Flags(rawValue: 1 << 13)
 
         /// Names as `COMMAND INFO` prints them.
