@@ -529,3 +529,14 @@ def test_client_pause_write_holds_pfcount(both, server, redis_server):
         finally:
             admin.call("CLIENT", "UNPAUSE")
             other.close()
+
+
+def test_pipelined_writes_run_batched_alike(both):
+    """Pipelined PFADDs and PFMERGEs run together over one overlay (the batched executor):
+    replies and bytes as when each runs alone on redis-server."""
+    items = elements(3000, "pipe")
+    commands = [("PFADD", "p1", e) for e in items[:1500]]
+    commands += [("PFADD", "p2", *items[i:i + 50]) for i in range(0, 3000, 50)]
+    commands += [("PFMERGE", "p3", "p1", "p2"), ("PFCOUNT", "p3"), ("PFADD", "p3", "x"), ("PFMERGE", "p1", "p3")]
+    both.same_pipeline(commands)
+    both.same_bytes("p1", "p2", "p3")
