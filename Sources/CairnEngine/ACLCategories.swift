@@ -42,6 +42,7 @@ public struct ACLCategories: OptionSet, Sendable, Hashable {
         case "generic": c.insert(bit("keyspace"))
         case "string": c.insert(bit("string"))
         case "bitmap": c.insert(bit("bitmap"))
+        case "hyperloglog": c.insert(bit("hyperloglog"))
         case "hash": c.insert(bit("hash"))
         case "list": c.insert(bit("list"))
         case "set": c.insert(bit("set"))

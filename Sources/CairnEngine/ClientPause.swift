@@ -53,9 +53,12 @@ extension Engine {
         if all { return left }
         guard case .success(let command) = looked else { return nil }
         if session.inTransaction && !command.flags.contains(.noMulti) { return nil }
-        var writes = command.flags.contains(.write)
+        // A may-replicate read (PFCOUNT, which may store the count it computed) waits as a
+        // write does, as in Redis.
+        let changing: Command.Flags = [.write, .mayReplicate]
+        var writes = !command.flags.isDisjoint(with: changing)
         if command.name == "exec", let queued = session.queued {
-            writes = queued.contains { table.command(named: $0[0])?.flags.contains(.write) ?? false }
+            writes = queued.contains { !(table.command(named: $0[0])?.flags.isDisjoint(with: changing) ?? true) }
         }
         return writes ? left : nil
     }

@@ -212,6 +212,10 @@ public struct Command: Sendable {
         /// GETKEYS answers an empty list for it where it refuses other commands' requests
         /// without keys. Redis's `no_mandatory_keys`.
         public static let noMandatoryKeys = Flags(rawValue: 1 << 12)
+        /// A read that may still change its key (PFCOUNT stores the count it computed), so a
+        /// read-only script may not call it and CLIENT PAUSE WRITE holds it. Redis's
+        /// `may_replicate`.
+        public static let mayReplicate = Flags(rawValue: 1 << 13)
 
         /// Names as `COMMAND INFO` prints them.
         public var names: [String] {
@@ -226,6 +230,7 @@ public struct Command: Sendable {
             if contains(.noTransaction) { out.append("no_multi") }
             if contains(.skipSlowlog) { out.append("skip_slowlog") }
             if contains(.noMandatoryKeys) { out.append("no_mandatory_keys") }
+            if contains(.mayReplicate) { out.append("may_replicate") }
             return out
         }
     }

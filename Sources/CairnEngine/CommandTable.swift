@@ -75,5 +75,6 @@ public struct CommandTable: Sendable {
         DiagnosticCommands.all,
         MemoryCommands.all,
         DumpCommands.all,
+        HyperLogLogCommands.all,
     ])
 }

@@ -248,6 +248,7 @@ public struct ConfigOption: Sendable {
         .int("repl-backlog-ttl", mutable: false, \.replBacklogTTL),
         .bytes("repl-backlog-size", mutable: false, \.replBacklogSize),
         .int("repl-timeout", min: 1, \.replTimeout),
+        .bytes("hll-sparse-max-bytes", \.hllSparseMaxBytes),
     ] + encodingDefaults.keys.sorted().flatMap { name in
         [encodingThreshold(name, name)] + encodingAliases.filter { $0.value == name }.keys.sorted().map { encodingThreshold($0, name) }
     }

@@ -124,6 +124,9 @@ public struct Configuration: Sendable, Equatable {
     /// tools and test suites that tune them run. Cairn stores every collection one entry per
     /// member whatever its size, so they change nothing (docs/commands.md).
     public var encodingThresholds = ConfigOption.encodingDefaults
+    /// The largest sparse HyperLogLog, header included: a PFADD or PFMERGE that would grow one
+    /// past it turns it dense (12,304 bytes), as Redis's `hll-sparse-max-bytes`. Default 3000.
+    public var hllSparseMaxBytes = HyperLogLog.defaultSparseMaxBytes
     /// Snapshots one connection may hold. Default 16.
     public var maxSnapshotsPerClient = 16
     /// Snapshots the whole server may hold. Default 1024.

@@ -95,7 +95,7 @@ final class ScriptRun {
         if ScriptRun.refused.contains(top) || command.flags.contains(.noTransaction) {
             return .error("ERR This Redis command is not allowed from script")
         }
-        if readOnly && command.flags.contains(.write) {
+        if readOnly && (command.flags.contains(.write) || command.flags.contains(.mayReplicate)) {
             return .error("ERR Write commands are not allowed from read-only scripts.")
         }
         guard holdsLocks(command, argv) else {
