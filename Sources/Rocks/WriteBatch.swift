@@ -36,6 +36,13 @@ public struct WriteBatch: ~Copyable {
         }
     }
 
+    /// `put` from buffers the caller holds (a cursor's key and value), copied into the batch.
+    public mutating func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, in family: ColumnFamily? = nil) {
+        guard remember(family) else { return }
+        let k = key.baseAddress?.assumingMemoryBound(to: CChar.self), v = value.baseAddress?.assumingMemoryBound(to: CChar.self)
+        if let family { rocksdb_writebatch_put_cf(raw, family.raw, k, key.count, v, value.count) } else { rocksdb_writebatch_put(raw, k, key.count, v, value.count) }
+    }
+
     public mutating func delete(_ key: [UInt8], in family: ColumnFamily? = nil) {
         guard remember(family) else { return }
         key.withChars { k, kl in

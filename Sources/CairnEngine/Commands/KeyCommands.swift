@@ -193,12 +193,7 @@ enum KeyCommands {
             copy.meta.head = meta.head
             copy.meta.tail = meta.tail
             copy.meta.expiresAt = meta.expiresAt
-            for tag in [MemberKeys.Tag.member, .score] {
-                try call.scanMembers(meta, of: from, tag) { (sub, value) throws(CommandError) -> Bool in
-                    try copy.put(tag, sub, value)
-                    return true
-                }
-            }
+            try call.copyMembers(meta, of: from, into: &copy)
         }
     }
 

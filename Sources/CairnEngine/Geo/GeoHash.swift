@@ -90,7 +90,7 @@ enum GeoHash {
     static func bits(of score: Double) -> UInt64 {
         if score.isNaN { return 1 << 63 }
         if score >= 0 && score < 18_446_744_073_709_551_616 { return UInt64(score) }
-        if score < 0 && score > -9_223_372_036_854_775_809 { return UInt64(bitPattern: Int64(score)) }
+        if score < 0 && score >= -9_223_372_036_854_775_808 { return UInt64(bitPattern: Int64(score)) }
         return score < 0 ? 1 << 63 : 0
     }
 

@@ -206,7 +206,7 @@ enum SetCommands {
         try call.locked(Array(call.argv[1...])) { () throws(CommandError) -> Int in
             let stored = try call.writeNew(call[1], .set) { (new: inout NewCollection) throws(CommandError) in
                 try SetAlgebra.visit(operation, call, Array(call.argv[2...])) { m throws(CommandError) in
-                    try new.put(.member, m, [])
+                    try new.put(.member, m, NewCollection.noValue)
                     new.meta.size += 1
                     return true
                 }
