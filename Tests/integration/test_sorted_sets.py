@@ -154,6 +154,15 @@ def test_store_and_remove_ranges(r):
     assert r.zremrangebylex("l", "[d", "+") == 2 and r.zrange("l", 0, -1) == [b"a", b"b", b"c"]
     assert r.zremrangebyrank("z", 0, -1) == 2 and r.exists("z") == 0
     assert r.zremrangebyscore("missing", 0, 1) == 0
+    # Ranges that cover every member remove the key without reading a member (and those that
+    # miss one, however little, do not).
+    r.zadd("w", {"a": float("-inf"), "b": 1, "c": float("inf")})
+    assert r.zremrangebyscore("w", "(-inf", "+inf") == 2 and r.zrange("w", 0, -1) == [b"a"]
+    assert r.zremrangebyscore("w", "-inf", "+inf") == 1 and r.exists("w") == 0
+    r.zadd("w", {m: 0 for m in "abc"})
+    assert r.zremrangebylex("w", "-", "(c") == 2 and r.zremrangebylex("w", "-", "+") == 1 and r.exists("w") == 0
+    r.zadd("w", {m: i for i, m in enumerate("abcd")})
+    assert r.zremrangebyrank("w", -100, -2) == 3 and r.zremrangebyrank("w", -1, 100) == 1 and r.exists("w") == 0
     assert r.zrem("l", "a", "a", "x") == 1 and r.zrem("missing", "a") == 0
     with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
         r.zremrangebyrank("l", "x", 1)

@@ -44,7 +44,10 @@ enum SortedSetRanges {
                 summary: "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.",
                 arguments: "key start stop") { call, out throws(CommandError) in
             let start = try call.integer(2), stop = try call.integer(3)
-            out.integer(try remove(call) { (meta: CollectionMetadata) throws(CommandError) -> [SortedEntry] in
+            out.integer(try remove(call, all: { (meta: CollectionMetadata) -> Bool in
+                let size = Int64(meta.size)
+                return (start < 0 ? start + size : start) <= 0 && (stop < 0 ? stop + size : stop) >= size - 1
+            }) { (meta: CollectionMetadata) throws(CommandError) -> [SortedEntry] in
                 try SortedSetEntries.byRank(call, meta, call[1], start, stop, reverse: false)
             })
         }.measuringMembers(),
@@ -52,7 +55,9 @@ enum SortedSetRanges {
                 summary: "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.",
                 arguments: "key min max") { call, out throws(CommandError) in
             let r = try ScoreRange(call[2], call[3])
-            out.integer(try remove(call) { (meta: CollectionMetadata) throws(CommandError) -> [SortedEntry] in
+            // -inf to +inf, both inclusive: every score there is.
+            let everything = r.min == -.infinity && !r.minExclusive && r.max == .infinity && !r.maxExclusive
+            out.integer(try remove(call, all: { _ in everything }) { (meta: CollectionMetadata) throws(CommandError) -> [SortedEntry] in
                 var found: [SortedEntry] = []
                 try SortedSetEntries.scan(call, meta, call[1], r) { e in found.append(e); return true }
                 return found
@@ -62,7 +67,9 @@ enum SortedSetRanges {
                 summary: "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.",
                 arguments: "key min max") { call, out throws(CommandError) in
             let r = try LexRange(call[2], call[3])
-            out.integer(try remove(call) { (meta: CollectionMetadata) throws(CommandError) -> [SortedEntry] in
+            let everything: Bool
+            if case .first = r.min, case .last = r.max { everything = true } else { everything = false }
+            out.integer(try remove(call, all: { _ in everything }) { (meta: CollectionMetadata) throws(CommandError) -> [SortedEntry] in
                 var found: [SortedEntry] = []
                 try SortedSetEntries.scanLex(call, meta, call[1], r) { e in found.append(e); return true }
                 return found
@@ -73,9 +80,18 @@ enum SortedSetRanges {
     enum Kind { case rank, score, lex }
 
     /// Removes the entries `select` finds in sorted set argument 1, under its lock; their number.
-    static func remove(_ call: Call, _ select: (CollectionMetadata) throws(CommandError) -> [SortedEntry]) throws(CommandError) -> Int {
+    /// `all`: whether the range covers every member, known without reading one (ranks from the
+    /// first to the last, `-inf +inf`, `- +`).
+    static func remove(
+        _ call: Call, all: (CollectionMetadata) -> Bool = { _ in false },
+        _ select: (CollectionMetadata) throws(CommandError) -> [SortedEntry]
+    ) throws(CommandError) -> Int {
         try call.locked(call[1]) { () throws(CommandError) -> Int in
             guard let meta = try call.collection(call[1], .zset) else { return 0 }
+            if all(meta) {
+                try call.remove(call[1])
+                return Int(meta.size)
+            }
             let found = try select(meta)
             // Every member: the key goes, in O(1) like DEL (its members are unreachable with its
             // metadata, and compaction drops them), not one tombstone per member and score.
