@@ -7,6 +7,8 @@ import CRocksDB
 public struct WriteBatch: ~Copyable {
     let raw: OpaquePointer
     private(set) var families: [ColumnFamily] = []
+    /// The family named last (compared without retaining it).
+    private var lastFamily: ObjectIdentifier? = nil
 
     public init() { raw = rocksdb_writebatch_create() }
 
@@ -23,7 +25,12 @@ public struct WriteBatch: ~Copyable {
     /// touched (dropped or, after the database closed, destroyed): the write then fails there.
     private mutating func remember(_ family: ColumnFamily?) -> Bool {
         guard let family else { return true }
-        if !families.contains(where: { $0 === family }) { families.append(family) }
+        // A batch of many entries names one or two families: the last one, almost always.
+        let id = ObjectIdentifier(family)
+        if id != lastFamily {
+            if !families.contains(where: { $0 === family }) { families.append(family) }
+            lastFamily = id
+        }
         return !family.isDropped
     }
 
@@ -72,6 +79,7 @@ public struct WriteBatch: ~Copyable {
     public mutating func clear() {
         rocksdb_writebatch_clear(raw)
         families = []
+        lastFamily = nil
     }
 
     /// Number of operations.

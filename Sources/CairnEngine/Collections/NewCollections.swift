@@ -25,6 +25,7 @@ import Rocks
 struct NewCollection: ~Copyable {
     private(set) var change: CollectionChange
     private let call: Call
+    private let members: ColumnFamily
     private let writesAhead: Bool
     /// Writing ahead: the entries not yet written, and a member key reused for each of them
     /// (the collection's prefix, then the tag and sub-key of the last one).
@@ -35,6 +36,7 @@ struct NewCollection: ~Copyable {
 
     fileprivate init(_ call: Call, _ key: [UInt8], _ type: KeyType) {
         self.call = call
+        members = call.members
         change = call.fresh(key, type)
         writesAhead = call.session.transaction == nil && call.engine.locks.holdsClaim
         self.key = change.prefix
@@ -42,7 +44,7 @@ struct NewCollection: ~Copyable {
 
     var meta: CollectionMetadata {
         get { change.meta }
-        set { change.meta = newValue }
+        _modify { yield &change.meta }  // `meta.size += 1` per member, without copying the metadata
     }
 
     /// Adds a member entry; written ahead, the entries so far go to RocksDB once they fill a piece.
@@ -72,7 +74,7 @@ struct NewCollection: ~Copyable {
         key.removeSubrange(change.prefix.count...)
         key.append(tag.rawValue)
         key.append(contentsOf: sub)
-        key.withUnsafeBytes { pending.put($0, value, in: call.members) }
+        key.withUnsafeBytes { pending.put($0, value, in: members) }
     }
 
     /// Adds an entry copied from another collection: `suffix` is its key past that
