@@ -3,8 +3,14 @@
 Starts cairnd and redis-server (no RDB snapshots, appendonly with appendfsync everysec, Cairn's
 default durability) on free loopback ports with fresh data directories, runs redis-benchmark
 against each in alternating order for several rounds, and prints medians and ratios
-(Cairn / Redis), p50/p99 latency at -P 1, each server's RSS afterwards, and how close the
-server comes to the embedded engine (cairn-bench-rocks). Writes JSON and an SVG chart.
+(Cairn / Redis), p50/p99 latency at -P 1, each server's CPU time per request (user + system,
+every thread, from /proc), each server's RSS afterwards, and how close the server comes to the
+embedded engine (cairn-bench-rocks). Writes JSON and an SVG chart.
+
+With --cores N the servers are pinned to N cores and redis-benchmark to the others (taskset):
+cairnd with io-threads N, redis-server on one thread, and (for N > 1) redis-server again with
+io-threads N. On a 2-core machine that is N=1; the same command on a larger machine shows how
+the rate and the CPU per request grow with N past Redis's single thread.
 """
 import argparse
 import csv
@@ -52,6 +58,8 @@ def parse_args():
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "bench"),
                    help="folder for results.json and chart.svg (docs/bench)")
     p.add_argument("--no-write", action="store_true", help="print only; write no files")
+    p.add_argument("--cores", type=int, default=None,
+                   help="pin each server to N cores (cairnd with io-threads N) and redis-benchmark to the rest")
     args = p.parse_args()
     if args.quick:
         args.requests //= 5
@@ -88,6 +96,12 @@ class ServerUnderTest:
         self.process = subprocess.Popen(argv_for_port(self.port), stdout=self.log, stderr=self.log, cwd=workdir)
         wait_for_port(self.port, self.process, name, self.log_path)
 
+    def cpu_seconds(self):
+        """CPU time so far, user + system, every thread."""
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_bytes(self):
         with open(f"/proc/{self.process.pid}/status") as f:
             for line in f:
@@ -123,6 +137,15 @@ class ServerUnderTest:
 SCRIPT = "redis.call('INCR', KEYS[1]) return redis.call('GET', KEYS[1])"
 
 
+def client_prefix(args):
+    """taskset (and redis-benchmark threads) for the benchmark client under --cores."""
+    if not args.client_cpus:
+        return [], []
+    cpus = ",".join(map(str, args.client_cpus))
+    threads = ["--threads", str(len(args.client_cpus))] if len(args.client_cpus) > 1 else []
+    return ["taskset", "-c", cpus], threads
+
+
 def run_skewed(port, pipeline, args, requests):
     """GETs of which 90% go to the first tenth of the key space: two redis-benchmark processes
     at once, 9/10 of the clients and requests on `-r keyspace/10`, the rest on all of it. The
@@ -133,8 +156,9 @@ def run_skewed(port, pipeline, args, requests):
     procs = []
     started = time.monotonic()
     for clients, n, keyspace in runs:
-        cmd = ["redis-benchmark", "-p", str(port), "-n", str(n), "-c", str(clients), "-d", str(args.data_size),
-               "-r", str(keyspace), "-P", str(pipeline), "--csv", "-t", "get"]
+        pin, threads = client_prefix(args)
+        cmd = pin + ["redis-benchmark", "-p", str(port), "-n", str(n), "-c", str(clients), "-d", str(args.data_size),
+                     "-r", str(keyspace), "-P", str(pipeline), "--csv", "-t", "get"] + threads
         procs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
     results = []
     for cmd, proc in procs:
@@ -145,15 +169,17 @@ def run_skewed(port, pipeline, args, requests):
         results.append(rows[-1])
     elapsed = time.monotonic() - started
     hot = results[0]
-    return {"rps": sum(n for _, n, _ in runs) / elapsed, "p50_ms": float(hot[4]), "p99_ms": float(hot[6])}
+    return {"rps": sum(n for _, n, _ in runs) / elapsed, "p50_ms": float(hot[4]), "p99_ms": float(hot[6]),
+            "requests": sum(n for _, n, _ in runs)}
 
 
 def run_benchmark(port, test, pipeline, args):
     requests = args.requests if pipeline == 1 else args.requests_pipelined
     if test == "get_skewed":
         return run_skewed(port, pipeline, args, requests)
-    cmd = ["redis-benchmark", "-p", str(port), "-n", str(requests), "-c", str(args.clients),
-           "-d", str(args.data_size), "-r", str(args.keyspace), "-P", str(pipeline), "--csv"]
+    pin, threads = client_prefix(args)
+    cmd = pin + ["redis-benchmark", "-p", str(port), "-n", str(requests), "-c", str(args.clients),
+                 "-d", str(args.data_size), "-r", str(args.keyspace), "-P", str(pipeline), "--csv"] + threads
     if test == "evalsha":
         sha = subprocess.run(["redis-cli", "-p", str(port), "SCRIPT", "LOAD", SCRIPT],
                              capture_output=True, text=True, check=True).stdout.strip()
@@ -166,8 +192,9 @@ def run_benchmark(port, test, pipeline, args):
     if result.returncode != 0 or not rows:
         raise SystemExit(f"redis-benchmark failed: {' '.join(cmd)}\n{result.stdout}\n{result.stderr}")
     row = rows[-1]  # lrange_* runs an LPUSH fill first
-    # test, rps, avg, min, p50, p95, p99, max (milliseconds)
-    return {"rps": float(row[1]), "p50_ms": float(row[4]), "p99_ms": float(row[6])}
+    # test, rps, avg, min, p50, p95, p99, max (milliseconds); lrange_* runs an LPUSH fill first
+    fill = requests if test.startswith("lrange") else 0
+    return {"rps": float(row[1]), "p50_ms": float(row[4]), "p99_ms": float(row[6]), "requests": requests + fill}
 
 
 def embedded_rates(args, workdir):
@@ -194,15 +221,32 @@ def main():
     cairn_bin = os.path.join(args.bin, "cairnd")
     print(f"cairn: {cairn_bin}\nredis: {shutil.which('redis-server')}  work: {workdir}", file=sys.stderr)
 
-    cairn = ServerUnderTest("Cairn", lambda port: [cairn_bin, os.path.join(ROOT, "config", "cairn.conf"),
-                                                   "--port", str(port), "--dir", os.path.join(workdir, "cairn-data"),
-                                                   "--log-level", "warning"]
+    server_pin, args.client_cpus = [], []
+    if args.cores:
+        cpus = sorted(os.sched_getaffinity(0))
+        if args.cores > len(cpus):
+            raise SystemExit(f"--cores {args.cores}: this process may use {len(cpus)} CPUs")
+        server_pin = ["taskset", "-c", ",".join(map(str, cpus[:args.cores]))]
+        args.client_cpus = cpus[args.cores:]
+        args.set = args.set + [f"io-threads={args.cores}"]
+        print(f"servers on CPUs {cpus[:args.cores]}, redis-benchmark on "
+              f"{args.client_cpus or 'the same CPUs (none left)'}", file=sys.stderr)
+
+    def redis_argv(data, extra=()):
+        os.makedirs(os.path.join(workdir, data))
+        return lambda port: server_pin + ["redis-server", "--port", str(port), "--save", "", "--appendonly", "yes",
+                                          "--appendfsync", "everysec", "--dir", os.path.join(workdir, data), *extra]
+
+    cairn = ServerUnderTest("Cairn", lambda port: server_pin + [cairn_bin, os.path.join(ROOT, "config", "cairn.conf"),
+                                                                "--port", str(port), "--dir", os.path.join(workdir, "cairn-data"),
+                                                                "--log-level", "warning"]
                                                   + [a for o in args.set for a in ("--set", o)], workdir)
-    os.makedirs(os.path.join(workdir, "redis-data"))
-    redis = ServerUnderTest("Redis", lambda port: ["redis-server", "--port", str(port), "--save", "",
-                                                   "--appendonly", "yes", "--appendfsync", "everysec",
-                                                   "--dir", os.path.join(workdir, "redis-data")], workdir)
+    redis = ServerUnderTest("Redis", redis_argv("redis-data"), workdir)
     servers = [cairn, redis]
+    if args.cores and args.cores > 1:
+        # Redis's own way past one core: threads that read and write the sockets.
+        servers.append(ServerUnderTest("Redis-io", redis_argv("redis-io-data", ("--io-threads", str(args.cores),
+                                                                                 "--io-threads-do-reads", "yes")), workdir))
     samples = {}  # (server, TEST, pipeline) -> [result]
     try:
         for rnd in range(args.rounds):
@@ -210,11 +254,13 @@ def main():
             for server in order:
                 for pipeline in pipelines:
                     for test in tests:
+                        cpu = server.cpu_seconds()
                         r = run_benchmark(server.port, test, pipeline, args)
+                        r["cpu_us"] = (server.cpu_seconds() - cpu) * 1e6 / r["requests"]
                         samples.setdefault((server.name, test.upper(), pipeline), []).append(r)
                         print(f"round {rnd + 1}/{args.rounds} {server.name:5} {test.upper():5} -P {pipeline:<3}"
-                              f" {r['rps']:>12,.0f} ops/s  p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms",
-                              file=sys.stderr)
+                              f" {r['rps']:>12,.0f} ops/s  p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms"
+                              f"  cpu {r['cpu_us']:.2f} us/req", file=sys.stderr)
         rss = {s.name: s.rss_bytes() for s in servers}
         # Where Cairn's memory is: RocksDB's memtables and block cache, the rest is everything else.
         rss_parts = {"memtables": cairn.info_field("memory", "rocksdb_memtables"),
@@ -239,7 +285,12 @@ def main():
                    "cairn_rps": median([x["rps"] for x in c]), "redis_rps": median([x["rps"] for x in r]),
                    "cairn_p50_ms": median([x["p50_ms"] for x in c]), "redis_p50_ms": median([x["p50_ms"] for x in r]),
                    "cairn_p99_ms": median([x["p99_ms"] for x in c]), "redis_p99_ms": median([x["p99_ms"] for x in r]),
+                   "cairn_cpu_us": median([x["cpu_us"] for x in c]), "redis_cpu_us": median([x["cpu_us"] for x in r]),
                    "target": TARGETS.get((name, pipeline))}
+            if ("Redis-io", name, pipeline) in samples:
+                io_ = samples[("Redis-io", name, pipeline)]
+                row["redis_io_rps"] = median([x["rps"] for x in io_])
+                row["redis_io_cpu_us"] = median([x["cpu_us"] for x in io_])
             row["ratio"] = row["cairn_rps"] / row["redis_rps"] if row["redis_rps"] else 0.0
             rows.append(row)
 
@@ -248,7 +299,7 @@ def main():
     if not args.no_write:
         os.makedirs(args.out, exist_ok=True)
         results = {"parameters": {k: getattr(args, k) for k in
-                                  ("rounds", "clients", "data_size", "keyspace", "requests", "requests_pipelined", "set")},
+                                  ("rounds", "clients", "data_size", "keyspace", "requests", "requests_pipelined", "set", "cores")},
                    "rows": rows, "rss_bytes": rss, "cairn_rss_parts_bytes": rss_parts, "cairn_rss_budget_bytes": budget, "embedded": embedded,
                    "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         with open(os.path.join(args.out, "results.json"), "w") as f:
@@ -259,9 +310,11 @@ def main():
 
 
 def render(args, rows, rss, rss_parts, budget, embedded):
+    pinned = (f"; servers pinned to {args.cores} core(s), redis-benchmark to "
+              f"{len(args.client_cpus) or 'the same'} other(s)" if args.cores else "")
     lines = [f"redis-benchmark -c {args.clients} -d {args.data_size} -r {args.keyspace}, "
              f"-n {args.requests} at -P 1 and {args.requests_pipelined} pipelined; median of {args.rounds} "
-             f"alternating rounds" + (f"; cairnd with {', '.join(args.set)}" if args.set else ""), "",
+             f"alternating rounds" + (f"; cairnd with {', '.join(args.set)}" if args.set else "") + pinned, "",
              f"{'test':<11}{'-P':>4}{'Cairn ops/s':>14}{'Redis ops/s':>14}{'ratio':>8}{'target':>8}",
              "-" * 54]
     for r in rows:
@@ -269,6 +322,18 @@ def render(args, rows, rss, rss_parts, budget, embedded):
         flag = "" if not r["target"] else ("  ok" if r["ratio"] >= r["target"] else "  below")
         lines.append(f"{r['test']:<11}{r['pipeline']:>4}{r['cairn_rps']:>14,.0f}{r['redis_rps']:>14,.0f}"
                      f"{r['ratio']:>8.2f}{target:>8}{flag}")
+    scaling = any("redis_io_rps" in r for r in rows)
+    lines += ["", "server CPU per request (us, user + system, every thread)" + (f", {args.cores} core(s) each" if args.cores else ""),
+              f"{'test':<11}{'-P':>4}{'Cairn':>9}{'Redis':>9}{'ratio':>8}"
+              + (f"{'Redis-io ops/s':>16}{'Redis-io':>10}{'Cairn / Redis-io':>18}" if scaling else ""),
+              "-" * (41 + (44 if scaling else 0))]
+    for r in rows:
+        ratio = r["cairn_cpu_us"] / r["redis_cpu_us"] if r["redis_cpu_us"] else 0.0
+        line = f"{r['test']:<11}{r['pipeline']:>4}{r['cairn_cpu_us']:>9.2f}{r['redis_cpu_us']:>9.2f}{ratio:>8.2f}"
+        if "redis_io_rps" in r:
+            line += (f"{r['redis_io_rps']:>16,.0f}{r['redis_io_cpu_us']:>10.2f}"
+                     f"{r['cairn_rps'] / r['redis_io_rps'] if r['redis_io_rps'] else 0.0:>18.2f}")
+        lines.append(line)
     lines += ["", "latency at -P 1 (ms)", f"{'test':<11}{'Cairn p50':>11}{'Redis p50':>11}{'Cairn p99':>11}"
               f"{'Redis p99':>11}{'p99 ratio':>11}", "-" * 61]
     for r in rows:
