@@ -279,6 +279,24 @@ public struct ConfigOption: Sendable {
         ("save", ""), ("appendonly", "yes"), ("databases", "1"),
     ]
 
+    /// CONFIG SET of a fixed option: the value it has is taken (`CONFIG SET save ""`, the line
+    /// test harnesses and scripts start with, and `appendonly yes`), another is refused with
+    /// why. `databases` is immutable, as in Redis.
+    static func checkFixed(_ name: String, _ value: String) throws(CommandError) {
+        let why: String
+        switch name {
+        case "save":
+            if value.allSatisfy(\.isWhitespace) { return }
+            why = "Cairn takes no RDB snapshots: every write is in its WAL, synced as appendfsync says; only save \"\" is accepted"
+        case "appendonly":
+            if value.lowercased() == "yes" { return }
+            why = "Cairn's WAL is its append-only log and cannot be turned off; only appendonly yes is accepted"
+        default:
+            why = "can't set immutable config"
+        }
+        throw CommandError("ERR", "CONFIG SET failed (possibly related to argument '\(name)') - \(why)")
+    }
+
     /// The engine's option called `name` (any case); `ConfigTable.named` also finds the others.
     public static func named(_ name: String) -> ConfigOption? {
         ConfigTable.engine.named(name)

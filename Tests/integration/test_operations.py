@@ -401,6 +401,20 @@ def test_config_set_several_options_at_once(r):
         r.execute_command("CONFIG", "SET", "timeout", "0", "maxmemory", "0")
 
 
+def test_config_set_of_the_fixed_options(r):
+    # The line harnesses start with: taken, as the value it already has.
+    assert r.config_set("save", "") is True and r.config_get("save") == {"save": ""}
+    assert r.execute_command("CONFIG", "SET", "save", "", "timeout", "0") in (b"OK", "OK", True)
+    assert r.config_set("appendonly", "YES") is True and r.config_get("appendonly") == {"appendonly": "yes"}
+    with pytest.raises(redis.ResponseError, match=r"CONFIG SET failed \(possibly related to argument 'save'\) - Cairn takes no RDB snapshots"):
+        r.config_set("save", "3600 1")
+    with pytest.raises(redis.ResponseError, match=r"CONFIG SET failed \(possibly related to argument 'appendonly'\) - Cairn's WAL is its append-only log"):
+        r.config_set("appendonly", "no")
+    with pytest.raises(redis.ResponseError, match=r"^CONFIG SET failed \(possibly related to argument 'databases'\) - can't set immutable config$"):
+        r.config_set("databases", "1")
+    assert r.config_get("save") == {"save": ""} and r.config_get("appendonly") == {"appendonly": "yes"}
+
+
 def test_maxmemory_policy_is_noeviction(r):
     assert r.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
     r.config_set("maxmemory-policy", "noeviction")

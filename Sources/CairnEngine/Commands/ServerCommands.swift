@@ -108,6 +108,10 @@ enum ConfigCommands {
             let table = call.engine.configTable
             for i in stride(from: 2, to: call.count, by: 2) {
                 let name = call.text(i)
+                if let fixed = ConfigOption.fixed.first(where: { $0.0 == name.lowercased() }) {
+                    try ConfigOption.checkFixed(fixed.0, call.text(i + 1))
+                    continue
+                }
                 guard let option = table.named(name) else {
                     throw CommandError("ERR", "Unknown option or number of arguments for CONFIG SET - '\(name)'")
                 }
