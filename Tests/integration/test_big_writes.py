@@ -98,3 +98,50 @@ def test_kill_9_in_the_middle_of_a_big_mset_leaves_all_or_nothing(fresh_server):
         current = seen.pop()
     print(f"\nMSET of {N:,} keys took {full * 1000:.0f} ms; {completed} of {len(fractions)} kills fell between its pieces and were completed at restart")
     assert c.dbsize() == N
+
+
+def test_kill_9_in_the_middle_of_a_big_store_leaves_the_old_set_or_the_whole_new_one(fresh_server):
+    """A *STORE result goes ahead in pieces before its metadata (NewCollection): a kill between
+    them leaves the destination as it was, and the next start drops the members written."""
+    srv = fresh_server()
+    c = srv.client()
+    m = 100_000
+    for start in range(0, m, 10_000):
+        c.sadd("a", *[f"a{i:07d}" for i in range(start, start + 10_000)])
+        c.sadd("b", *[f"b{i:07d}" for i in range(start, start + 10_000)])
+    c.sadd("dest", "old")
+    runs = []
+    for _ in range(2):
+        started = time.monotonic()
+        assert c.sunionstore("tmp", "a", "b") == 2 * m
+        runs.append(time.monotonic() - started)
+    c.delete("tmp")
+    full = min(runs)
+    whole, dropped = 0, 0
+    for fraction in [0.15 + 0.1 * i for i in range(8)]:
+        big = socket.create_connection(("127.0.0.1", srv.port))
+        big.sendall(resp_command("SUNIONSTORE", "dest", "a", "b"))
+        time.sleep(full * fraction)
+        srv.process.send_signal(signal.SIGKILL)
+        srv.process.wait()
+        big.close()
+        log_before = open(f"{srv.directory}/cairnd.log", "rb").read()
+        srv.start()
+        c = srv.client()
+        if b"new collection(s) whose writing was interrupted" in open(f"{srv.directory}/cairnd.log", "rb").read()[len(log_before):]:
+            dropped += 1
+        card = c.scard("dest")
+        if card == 1:
+            assert c.smembers("dest") == {b"old"}, f"kill -9 at {fraction:.0%}"
+        else:
+            assert card == 2 * m, f"kill -9 at {fraction:.0%} of a big SUNIONSTORE: {card} members"
+            assert c.sismember("dest", "a0000000") and c.sismember("dest", f"b{m - 1:07d}")
+            whole += 1
+            c.delete("dest")
+            c.sadd("dest", "old")
+    print(f"\nSUNIONSTORE of {2 * m:,} members took {full * 1000:.0f} ms; {dropped} of 8 kills fell between its pieces, {whole} after it")
+    assert dropped >= 1, "no kill fell in the middle of the write"
+    # Compaction keeps every member of what is live and drops the interrupted writes' members.
+    assert c.execute_command("COMPACT") in (b"OK", "OK")
+    assert c.scard("a") == m and c.scard("b") == m
+    assert c.sunionstore("dest", "a", "b") == 2 * m and c.sintercard(2, ["dest", "a"]) == m
