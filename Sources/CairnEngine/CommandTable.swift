@@ -76,5 +76,6 @@ public struct CommandTable: Sendable {
         MemoryCommands.all,
         DumpCommands.all,
         HyperLogLogCommands.all,
+        SortCommand.all,
     ])
 }
