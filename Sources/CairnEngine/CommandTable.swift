@@ -77,5 +77,6 @@ public struct CommandTable: Sendable {
         DumpCommands.all,
         HyperLogLogCommands.all,
         SortCommand.all,
+        LCSCommand.all,
     ])
 }
