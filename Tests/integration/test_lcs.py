@@ -112,6 +112,18 @@ def test_memory_limit(conns):
     same(pair, "DEL", "x", "y")
 
 
+def test_big_strings(conns):
+    """Strings whose table is big enough to be filled off the connection's worker."""
+    pair = conns[2]
+    rng = random.Random(3)
+    a = bytes(rng.choice(b"ACGT") for _ in range(2500))
+    b = bytes(rng.choice(b"ACGT") for _ in range(2600))
+    same(pair, "MSET", "big1", a, "big2", b)
+    for options in [(), ("LEN",), ("IDX", "MINMATCHLEN", "6", "WITHMATCHLEN")]:
+        same(pair, "LCS", "big1", "big2", *options)
+    same(pair, "DEL", "big1", "big2")
+
+
 def test_multi_and_eval(conns):
     for p in (2, 3):
         c, r = pair = conns[p]

@@ -10,6 +10,7 @@ order is asked for.
 """
 import itertools
 import random
+import time
 
 import pytest
 
@@ -369,3 +370,34 @@ def test_big_sort_runs_as_in_redis(conns):
     assert c.call("LRANGE", "hugeout", "0", "-1") == r.call("LRANGE", "hugeout", "0", "-1")
     same(pair, "SORT", "huge", "BY", "nosort", "DESC", "LIMIT", "100", "20")
     same(pair, "DEL", "huge", "hugeout")
+
+
+def test_store_replicates():
+    """SORT ... STORE reaches a replica like any write; the replica serves SORT_RO and refuses
+    SORT (a write command, as in Redis)."""
+    primary = Cairnd()
+    replica = Cairnd()
+    try:
+        p, r = Raw(primary.port), Raw(replica.port)
+        assert r.call("REPLICAOF", "127.0.0.1", str(primary.port)) == "OK"
+        p.pipeline([("RPUSH", "src", *[str(i * 7 % 20) for i in range(20)]),
+                    ("SORT", "src", "DESC", "STORE", "dst"),
+                    ("SORT", "src", "BY", "nosort", "LIMIT", "0", "0", "STORE", "gone"),
+                    ("SET", "str", "x"), ("SORT", "src", "ALPHA", "STORE", "str")])
+        deadline = time.time() + 30
+        while p.call("WAIT", "1", "1000") != 1:
+            assert time.time() < deadline, "the replica did not acknowledge"
+        for key in ("dst", "str"):
+            want = p.call("LRANGE", key, "0", "-1")
+            assert len(want) == 20
+            while r.call("LRANGE", key, "0", "-1") != want:
+                assert time.time() < deadline, f"{key} did not replicate"
+                time.sleep(0.05)
+        assert r.call("EXISTS", "gone") == 0
+        assert r.call("SORT_RO", "src", "LIMIT", "0", "5") == p.call("SORT_RO", "src", "LIMIT", "0", "5")
+        assert r.call("SORT", "src").startswith("READONLY")
+        p.close()
+        r.close()
+    finally:
+        replica.cleanup()
+        primary.cleanup()

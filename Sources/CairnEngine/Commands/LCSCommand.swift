@@ -6,8 +6,8 @@ import RESP
 /// https://redis.io/docs/latest/commands/lcs/
 ///
 /// Where Cairn differs: none in the replies. The table takes `(len1 + 1) * (len2 + 1) * 4` bytes
-/// for the time the command runs, refused past `proto-max-bulk-len` as in Redis; the command
-/// runs on the connection's worker however big its strings.
+/// for the time the command runs, refused past `proto-max-bulk-len` as in Redis; a big table
+/// is filled off the connection's worker, as a big collection command runs (`LongWork`).
 enum LCSCommand {
     static let all: [Command] = [
         Command("lcs", arity: -3, flags: [.readonly], keys: (1, 2, 1), group: "string", since: "7.0.0",
@@ -15,8 +15,19 @@ enum LCSCommand {
                 arguments: "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]") {
             call, out throws(CommandError) in
             try lcs(call, &out)
+        }.measuringWork { _, call throws(CommandError) in
+            // A table cell costs about a nanosecond, a member a few hundred.
+            let (a, b) = (try length(call, call[1]), try length(call, call[2]))
+            return a.multipliedReportingOverflow(by: b).overflow ? .max : a * b / 512
         },
     ]
+
+    /// The length of the string at `key` (0 for a missing key or another type).
+    static func length(_ call: Call, _ key: [UInt8]) throws(CommandError) -> UInt64 {
+        try call.withStored(key) { (type: KeyType?, payload: UnsafeRawBufferPointer?, _) -> UInt64 in
+            type == .string ? UInt64(payload?.count ?? 0) : 0
+        }
+    }
 
     /// One run of matching bytes: its ranges in the first and second string (inclusive).
     struct Match {
