@@ -39,6 +39,8 @@ public struct ACLCategories: OptionSet, Sendable, Hashable {
         if flags.contains(.admin) { return c }
         let top = command.name.split(separator: "|").first.map(String.init) ?? command.name
         switch command.group {
+        // SORT is in the categories of the types it sorts, not @keyspace, as in Redis.
+        case "generic" where top == "sort" || top == "sort_ro": c.formUnion([bit("set"), bit("sortedset"), bit("list")])
         case "generic": c.insert(bit("keyspace"))
         case "string": c.insert(bit("string"))
         case "bitmap": c.insert(bit("bitmap"))
@@ -61,7 +63,7 @@ public struct ACLCategories: OptionSet, Sendable, Hashable {
 
     static let blocking: Set<String> = ["blpop", "brpop", "brpoplpush", "blmove", "blmpop", "bzpopmin", "bzpopmax", "bzmpop", "wait"]
     /// Commands Redis calls dangerous besides its admin commands (which are all dangerous).
-    static let dangerous: Set<String> = ["keys", "flushdb", "flushall", "sort", "migrate", "restore", "info", "role", "debug", "monitor", "shutdown"]
+    static let dangerous: Set<String> = ["keys", "flushdb", "flushall", "sort", "sort_ro", "migrate", "restore", "info", "role", "debug", "monitor", "shutdown"]
 
     /// The commands and subcommands in `self`, by full name (`config|get`), sorted.
     func commandNames(in table: CommandTable) -> [String] {

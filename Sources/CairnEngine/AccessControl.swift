@@ -557,7 +557,7 @@ public final class Guardrails: Sendable {
     /// command's keys) of the one they write.
     static let readSources: [String: Int] = [
         "copy": 1, "sunionstore": 0, "sinterstore": 0, "sdiffstore": 0, "zunionstore": 0,
-        "zinterstore": 0, "zdiffstore": 0, "zrangestore": 0, "bitop": 0, "pfmerge": 0,
+        "zinterstore": 0, "zdiffstore": 0, "zrangestore": 0, "bitop": 0, "pfmerge": 0, "sort": 1,
     ]
 
     static func error(_ denial: Denial, _ command: Command) -> CommandError {

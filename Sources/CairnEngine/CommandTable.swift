@@ -76,5 +76,7 @@ public struct CommandTable: Sendable {
         MemoryCommands.all,
         DumpCommands.all,
         HyperLogLogCommands.all,
+        SortCommand.all,
+        LCSCommand.all,
     ])
 }
