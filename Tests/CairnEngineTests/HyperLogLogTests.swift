@@ -109,4 +109,3 @@ import Testing
     }
 }
 
-extension HyperLogLog.Change: Equatable {}
