@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REDIS_SERVER, Cairnd, RedisServer
 # The byte-exact RESP reader the geo comparison uses.
-from test_geo import Error, Raw
+from test_geo import Error, Raw, both, same
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -38,17 +38,6 @@ def conns(servers):
     for a, b in pairs.values():
         a.close()
         b.close()
-
-
-def both(pair, *argv):
-    c, r = pair
-    return c.call(*argv), r.call(*argv)
-
-
-def same(pair, *argv):
-    got, want = both(pair, *argv)
-    assert got == want, argv
-    return want
 
 
 OPTIONS = [(), ("LEN",), ("IDX",), ("IDX", "WITHMATCHLEN"), ("IDX", "MINMATCHLEN", "2"),
