@@ -122,15 +122,13 @@ final class Connection: @unchecked Sendable {
                 let start = machine.position
                 let outcome = engine.execute(argv, session: session, out: &machine.output, admitted: admitted)
                 if !carryOut(outcome, from: start) { return }
-            case .stageBatched(let writes):
-                worker.stageBatched(writes, from: self)
+            case .stage(let writes, let commands):
+                worker.stage(writes, commands, from: self)
             case .read(let gets, let stopPast):
                 let answered = engine.executePlainGets(gets, session: session, out: &machine.output, stopPast: stopPast)
                 machine.readDone(answered: answered)
             case .runLong(let argv, let admitted):
                 startLong(argv, admitted: admitted)
-            case .stage(let writes):
-                worker.stage(writes, from: self)
             case .requestSync:
                 let worker = worker
                 worker.groupCommit.request { [self] ok in
@@ -156,7 +154,9 @@ final class Connection: @unchecked Sendable {
         switch admission.route {
         case .alone: .alone(admission.admitted)
         case .long: .long(admission.admitted)
-        case .grouped(let kind): .grouped(kind)
+        case .grouped(let kind):
+            // A grouped request always passed the door; without its command it runs alone.
+            if let admitted = admission.admitted { .grouped(kind, admitted) } else { .alone(nil) }
         case .paused(let milliseconds): .paused(milliseconds: milliseconds)
         }
     }
@@ -186,20 +186,10 @@ final class Connection: @unchecked Sendable {
         return true
     }
 
-    /// The worker wrote the requests this connection staged (or failed to): answer them and go on.
-    func stagedWritesDone(_ replies: [Engine.PlainReply]) {
-        guard !closed else { return }
-        let start = machine.position
-        machine.output.version = session.protocolVersion
-        let outcome = worker.engine.reply(replies, session: session, out: &machine.output)
-        machine.stagedWritesDone(.init(holdsForSync: outcome.wroteToWAL && worker.engine.repliesWaitForSync), from: start)
-        drive()
-    }
-
-    /// The worker ran the collection writes this connection staged: append their replies and go
-    /// on. A request that ran alone may have left its work to run off the worker (a big
-    /// collection: `Outcome.deferred`); its reply comes when that is done.
-    func stagedBatchDone(_ reply: [UInt8], _ outcome: Outcome) {
+    /// The worker ran the writes this connection staged: append their replies and go on. A
+    /// request that ran alone may have left its work to run off the worker (a big collection:
+    /// `Outcome.deferred`); its reply comes when that is done.
+    func stagedWritesDone(_ reply: [UInt8], _ outcome: Outcome) {
         guard !closed else { return }
         let start = machine.position
         machine.output.bytes.append(contentsOf: reply)

@@ -26,7 +26,7 @@ struct ConnectionStateMachine {
         case alone(Engine.Admitted?)
         case long(Engine.Admitted?)
         /// With its neighbours routed the same way, at most `Grouping.mostRequests` of them.
-        case grouped(Command.Grouping)
+        case grouped(Command.Grouping, Engine.Admitted)
         case paused(milliseconds: Int64)
     }
 
@@ -35,15 +35,13 @@ struct ConnectionStateMachine {
         case run([[UInt8]], Engine.Admitted?)
         /// Run this request off the worker; report with `deferredDone`.
         case runLong([[UInt8]], Engine.Admitted?)
-        /// Hand these consecutive collection writes to the worker's batch of every connection;
+        /// Hand these consecutive writes (with their admitted commands) to the worker's round of
+        /// every connection, run by their handlers as one transaction and one write batch;
         /// report with `stagedWritesDone`.
-        case stageBatched([[[UInt8]]])
+        case stage([[[UInt8]]], [Engine.Admitted])
         /// Run these consecutive GETs as one read, stopping once `output` passes `stopPast`
         /// bytes; report with `readDone(answered:)`.
         case read([[[UInt8]]], stopPast: Int)
-        /// Hand these plain writes to the worker's batch of every connection; report with
-        /// `stagedWritesDone`.
-        case stage([[[UInt8]]])
         /// Ask for a WAL sync covering the held replies; report with `syncDone`.
         case requestSync
         /// Send the sendable replies (`withSendable`); report with `sent`.
@@ -79,7 +77,7 @@ struct ConnectionStateMachine {
     }
 
     enum Waiting: Equatable {
-        /// Its plain or collection writes are in the worker's batch.
+        /// Its writes are in the worker's batch.
         case stagedWrites
         /// Its reply is computed off the worker (`Outcome.deferred`, `Engine.Route.long`).
         case deferred
@@ -323,15 +321,12 @@ struct ConnectionStateMachine {
         case .long(let admitted):
             waiting = .deferred
             return .runLong(argv, admitted)
-        case .grouped(let kind):
-            let requests = group(from: argv, of: step, upTo: kind.mostRequests, context, route: route)
+        case .grouped(let kind, let admitted):
+            let (requests, commands) = group(from: argv, admitted, of: kind, context, route: route)
             switch kind {
-            case .write:
-                waiting = .stagedWrites
-                return .stage(requests)
             case .batched:
                 waiting = .stagedWrites
-                return .stageBatched(requests)
+                return .stage(requests, commands)
             case .read:
                 reading = requests
                 return .read(requests, stopPast: sent + Self.flushThreshold)
@@ -339,20 +334,23 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// `first` and the requests right after it routed the same way (at most `limit`); the first
-    /// that is not waits in `heldBack`.
+    /// `first` and the requests right after it grouped the same way (at most
+    /// `Grouping.mostRequests`), with their admitted commands; the first that is not waits in
+    /// `heldBack`.
     private mutating func group(
-        from first: [[UInt8]], of step: Step, upTo limit: Int, _ context: Context, route: ([[UInt8]]) -> Step
-    ) -> [[[UInt8]]] {
+        from first: [[UInt8]], _ admitted: Engine.Admitted, of kind: Command.Grouping, _ context: Context, route: ([[UInt8]]) -> Step
+    ) -> ([[[UInt8]]], [Engine.Admitted]) {
         var group = [first]
-        while group.count < limit, let next = nextRequest(authenticated: context.authenticated) {
-            guard route(next) == step else {
+        var commands = [admitted]
+        while group.count < kind.mostRequests, let next = nextRequest(authenticated: context.authenticated) {
+            guard case .grouped(kind, let admitted) = route(next) else {
                 heldBack.insert(next, at: 0)
                 break
             }
             group.append(next)
+            commands.append(admitted)
         }
-        return group
+        return (group, commands)
     }
 
     private mutating func nextRequest(authenticated: Bool) -> [[UInt8]]? {

@@ -74,20 +74,22 @@ final class Worker: @unchecked Sendable {
             roundEnded: { [self] in finishRound() })
     }
 
-    // MARK: plain writes of many connections, one batch
+    // MARK: the writes of many connections, one batch
 
-    /// Plain writes connections staged since the last batch, in the order they were staged.
-    private var staged: [(connection: Connection, requests: [[[UInt8]]])] = []
+    /// Writes connections staged since the last batch, in the order they were staged.
+    private var staged: [(connection: Connection, requests: [[[UInt8]]], commands: [Engine.Admitted])] = []
     /// A batch of the staged writes is coming: the poller's round is running, or one is queued.
     private var collecting = false
 
-    /// Takes a connection's consecutive plain writes (SET, MSET, INCR and friends), to be
-    /// written with those of every other connection served in the same poller round: at one
+    /// Takes a connection's consecutive writes (SET, INCR, HSET, LPUSH, ZADD...: `Grouping.batched`),
+    /// to be run with those of every other connection served in the same poller round, each by
+    /// its own handler, as one transaction and one write (`Engine.executeBatched`): at one
     /// request per client, as redis-benchmark sends, one RocksDB write (one WAL append, one
-    /// memtable insert group) answers a whole round of clients instead of one each. The
-    /// connection runs nothing more until they are written.
-    func stage(_ requests: [[[UInt8]]], from connection: Connection) {
-        staged.append((connection, requests))
+    /// memtable insert group) answers a whole round of clients instead of one each, and
+    /// clients sending to one hash take its lock once per round. The connection runs nothing
+    /// more until they are written.
+    func stage(_ requests: [[[UInt8]]], _ commands: [Engine.Admitted], from connection: Connection) {
+        staged.append((connection, requests, commands))
         if !collecting {
             // Staged outside a poller round (a write drained, a sync or deferred reply came back);
             // posted, so a poller drain waiting for sockets gives the queue to it at once.
@@ -96,48 +98,19 @@ final class Worker: @unchecked Sendable {
         }
     }
 
-    /// Takes a connection's consecutive collection writes (HSET, LPUSH, ZADD...), to be run with
-    /// those of every other connection of the poller round as one transaction and one write
-    /// (`Engine.executeBatched`): clients sending to one hash take its lock once per round.
-    func stageBatched(_ requests: [[[UInt8]]], from connection: Connection) {
-        stagedBatches.append((connection, requests))
-        if !collecting {
-            collecting = true
-            post { [self] in finishRound() }
-        }
-    }
-
-    /// Collection writes connections staged since the last batch, in the order they were staged.
-    private var stagedBatches: [(connection: Connection, requests: [[[UInt8]]])] = []
-
+    /// Runs every staged write as one batch and answers them; connections that go on may stage
+    /// more, which run in turn.
     private func finishRound() {
-        while !staged.isEmpty || !stagedBatches.isEmpty {
-            writeStaged()
-            runStagedBatches()
-        }
-        collecting = false
-    }
-
-    /// Runs every staged collection write as one batch and answers them.
-    private func runStagedBatches() {
-        guard !stagedBatches.isEmpty else { return }
-        let batch = stagedBatches
-        stagedBatches = []
-        let done = engine.executeBatched(batch.map {
-            Engine.BatchedRun(session: $0.connection.session, requests: $0.requests, version: $0.connection.session.protocolVersion)
-        })
-        for (s, d) in zip(batch, done) { s.connection.stagedBatchDone(d.reply, d.outcome) }
-    }
-
-    /// Writes every staged request as one batch and answers them; connections that go on may
-    /// stage more, which are written in turn.
-    private func writeStaged() {
         while !staged.isEmpty {
             let batch = staged
             staged = []
-            let replies = engine.writePlainWrites(batch.map { Engine.PlainWrites(session: $0.connection.session, requests: $0.requests) })
-            for (s, r) in zip(batch, replies) { s.connection.stagedWritesDone(r) }
+            let done = engine.executeBatched(batch.map {
+                Engine.BatchedRun(
+                    session: $0.connection.session, requests: $0.requests, admitted: $0.commands, version: $0.connection.session.protocolVersion)
+            })
+            for (s, d) in zip(batch, done) { s.connection.stagedWritesDone(d.reply, d.outcome) }
         }
+        collecting = false
     }
 
     deinit { readBuffer.deallocate() }

@@ -85,6 +85,10 @@ public struct WriteBatch: ~Copyable {
     /// Number of operations.
     public var count: Int { Int(rocksdb_writebatch_count(raw)) }
 
+    /// Nothing was added, not even an entry for a dropped family (which is not in `count` but
+    /// must still fail the write).
+    public var isEmpty: Bool { count == 0 && families.isEmpty }
+
     /// The batch's serialized bytes (RocksDB's WriteBatch format), e.g. for shipping.
     public var data: [UInt8] {
         var size = 0

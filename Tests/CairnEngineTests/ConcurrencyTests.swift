@@ -15,7 +15,7 @@ import Testing
         #expect(h.run("GET", "counter") == .bulk("4000"))
     }
 
-    /// Grouped increments (`writePlainWrites`, as the workers run a poller round's INCRs) from
+    /// Grouped increments (`executeBatched`, as the workers run a poller round's INCRs) from
     /// several threads at once on shared keys: each reads its counters before taking their
     /// locks and again under them when a stripe moved, so every increment counts.
     @Test func concurrentGroupedIncrementsAreExact() throws {
@@ -28,7 +28,7 @@ import Testing
                 let order = keys.indices.map { keys[($0 + round * (i + 1)) % keys.count] }
                 var requests = order.map { ["INCR", $0].map { Array($0.utf8) } }
                 requests.append(["SET", "other\(round % 7)", "x"].map { Array($0.utf8) })
-                _ = h.engine.writePlainWrites([Engine.PlainWrites(session: sessions[i], requests: requests)])
+                _ = h.engine.executeBatched([Engine.BatchedRun(session: sessions[i], requests: requests, version: .v2)])
             }
         }
         for key in keys { #expect(h.run("GET", key) == .bulk("600"), "\(key)") }

@@ -2,8 +2,8 @@ import CairnEngine
 import RESP
 import Testing
 
-/// Plain SETs, MSETs and increments of many connections are written as one batch
-/// (`writePlainWrites`): each reply must be what the request alone would answer, in order, and
+/// SETs, MSETs and increments of many connections are written as one batch
+/// (`executeBatched`): each reply must be what the request alone would answer, in order, and
 /// one connection's failure must stay its own.
 @Suite struct GroupedWriteTests {
     static func argv(_ words: String...) -> [[UInt8]] { words.map { Array($0.utf8) } }
@@ -11,14 +11,12 @@ import Testing
     /// Writes `groups` (session, requests) as one batch and decodes every group's replies.
     func grouped(_ h: EngineHarness, _ groups: [(Session, [[[UInt8]]])]) throws -> [[RESPValue]] {
         for (session, requests) in groups {
-            for r in requests { #expect(h.engine.grouping(r, session: session) == .write, "\(r) takes the grouped path") }
+            for r in requests { #expect(h.engine.grouping(r, session: session) == .batched, "\(r) takes the grouped path") }
         }
-        let replies = h.engine.writePlainWrites(groups.map { Engine.PlainWrites(session: $0.0, requests: $0.1) })
-        return try zip(groups, replies).map { group, replies in
-            var out = RESPWriter(version: group.0.protocolVersion)
-            h.engine.reply(replies, session: group.0, out: &out)
+        let done = h.engine.executeBatched(groups.map { Engine.BatchedRun(session: $0.0, requests: $0.1, version: $0.0.protocolVersion) })
+        return try done.map { d in
             var parser = ValueParser()
-            parser.append(out.bytes)
+            parser.append(d.reply)
             var values: [RESPValue] = []
             while let v = try parser.next() { values.append(v) }
             return values
@@ -120,7 +118,7 @@ import Testing
 
     @Test func onlyPlainFormsTakeTheGroupedPath() throws {
         let h = try EngineHarness()
-        let plain = { (argv: [[UInt8]], session: Session) in h.engine.grouping(argv, session: session) == .write }
+        let plain = { (argv: [[UInt8]], session: Session) in h.engine.grouping(argv, session: session) == .batched }
         #expect(!plain(Self.argv("SET", "k", "v", "EX", "10"), h.session))
         #expect(!plain(Self.argv("MSET", "k"), h.session))
         #expect(!plain(Self.argv("INCR", "k", "1"), h.session))

@@ -22,21 +22,21 @@ import Testing
         h.run("SET", "w", "1")
         h.run("SET", "n", "1")
         let unrelated = commits(h, watching: "w") {
-            _ = h.engine.writePlainWrites([Engine.PlainWrites(session: other, requests: [Self.argv("SET", "elsewhere", "x"), Self.argv("INCR", "n")])])
+            _ = h.engine.executeBatched([Engine.BatchedRun(session: other, requests: [Self.argv("SET", "elsewhere", "x"), Self.argv("INCR", "n")], version: .v2)])
         }
         #expect(unrelated)
         let set = commits(h, watching: "w") {
-            _ = h.engine.writePlainWrites([Engine.PlainWrites(session: other, requests: [Self.argv("MSET", "a", "1", "w", "2")])])
+            _ = h.engine.executeBatched([Engine.BatchedRun(session: other, requests: [Self.argv("MSET", "a", "1", "w", "2")], version: .v2)])
         }
         #expect(!set)
         let incr = commits(h, watching: "n") {
-            _ = h.engine.writePlainWrites([Engine.PlainWrites(session: other, requests: [Self.argv("INCR", "n")])])
+            _ = h.engine.executeBatched([Engine.BatchedRun(session: other, requests: [Self.argv("INCR", "n")], version: .v2)])
         }
         #expect(!incr)
         // An increment that fails (not an integer) writes nothing.
         h.run("SET", "w", "text")
         let failed = commits(h, watching: "w") {
-            _ = h.engine.writePlainWrites([Engine.PlainWrites(session: other, requests: [Self.argv("INCR", "w")])])
+            _ = h.engine.executeBatched([Engine.BatchedRun(session: other, requests: [Self.argv("INCR", "w")], version: .v2)])
         }
         #expect(failed)
     }

@@ -11,15 +11,18 @@ import Testing
     /// Plain routing: SET is a grouped write, GET a grouped read, everything else alone.
     static func route(_ argv: [[UInt8]]) -> Machine.Step {
         switch String(decoding: argv[0], as: UTF8.self).uppercased() {
-        case "SET": .grouped(.write)
-        case "GET": .grouped(.read)
-        case "HSET": .grouped(.batched)
+        case "SET": .grouped(.batched, set)
+        case "GET": .grouped(.read, get)
+        case "HSET": .grouped(.batched, hset)
         case "DBSIZE": .long(nil)
         default: .alone(nil)
         }
     }
 
     static func argv(_ words: String...) -> [[UInt8]] { words.map { Array($0.utf8) } }
+    static let set = Engine.Admitted(named: "set")!
+    static let get = Engine.Admitted(named: "get")!
+    static let hset = Engine.Admitted(named: "hset")!
 
     static func wire(_ requests: [[String]]) -> [UInt8] {
         var bytes: [UInt8] = []
@@ -76,7 +79,7 @@ import Testing
 
     @Test mutating func consecutiveWritesAreStagedAsOneGroupAndLaterRequestsWaitForThem() {
         read([["SET", "a", "1"], ["SET", "b", "2"], ["PING"]])
-        #expect(next() == .stage([Self.argv("SET", "a", "1"), Self.argv("SET", "b", "2")]))
+        #expect(next() == .stage([Self.argv("SET", "a", "1"), Self.argv("SET", "b", "2")], [Self.set, Self.set]))
         // While the batch is written, more bytes come: nothing runs before the batch's replies.
         read([["SET", "c", "3"]])
         #expect(next() == .wait)
@@ -87,7 +90,7 @@ import Testing
         machine.stagedWritesDone(.init(), from: start)
         let (ran, then) = runAlone()
         #expect(ran == ["PING"])
-        #expect(then == .stage([Self.argv("SET", "c", "3")]))
+        #expect(then == .stage([Self.argv("SET", "c", "3")], [Self.set]))
         #expect(next() == .send)
         #expect(Self.text(send()) == "+OK\r\n+OK\r\n+PING\r\n")
     }

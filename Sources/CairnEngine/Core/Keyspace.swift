@@ -189,7 +189,7 @@ extension Call {
         if let expiresAt { engine.expirySweep.noteExpiringWrite(expiresAt: expiresAt) }
         if let tx = session.transaction {
             tx.put(key, stored, in: family)
-            tx.changedStripes.insert(engine.locks.stripe(for: key, in: family))
+            tx.changedStripes.append(engine.locks.stripe(for: key, in: family))
             return
         }
         let handle = family.handle
@@ -201,7 +201,7 @@ extension Call {
     func remove(_ key: [UInt8]) throws(CommandError) {
         if let tx = session.transaction {
             tx.delete(key, in: family)
-            tx.changedStripes.insert(engine.locks.stripe(for: key, in: family))
+            tx.changedStripes.append(engine.locks.stripe(for: key, in: family))
             return
         }
         let handle = family.handle

@@ -23,7 +23,15 @@ final class Transaction {
     /// Per family name, per key: the stored bytes (header included) or nil when deleted. A
     /// collection's staged metadata is not here until written (`staged(_:in:)` reads both);
     /// member entries are in `stagedMembers`.
-    private(set) var overlay: [String: [ByteKey: [UInt8]?]] = [:]
+    var overlay: [String: [ByteKey: [UInt8]?]] {
+        index()
+        return indexed
+    }
+    /// `overlay` once read; until then writes wait in `unindexed`, so a transaction that never
+    /// reads what it wrote (a round of SETs) builds no dictionary at all.
+    private var indexed: [String: [ByteKey: [UInt8]?]] = [:]
+    private var unindexed: [(family: String, key: [UInt8], stored: [UInt8]?)] = []
+    private var read = false
     /// Member entries (members family) written: the value, or nil when deleted. Nothing else
     /// writes that family inside a transaction but FLUSHDB's range deletion, whose collections
     /// are then gone (new ones get new versions), so no cleared flag or range applies here.
@@ -38,9 +46,10 @@ final class Transaction {
     /// Ranges `[lower, end)` DELRANGE'd inside this transaction, per family: keys in them not
     /// written again since read as missing.
     private(set) var deletedRanges: [String: [(lower: [UInt8], end: [UInt8])]] = [:]
-    /// Lock stripes of the keys this transaction wrote: EXEC moves their versions once the
-    /// batch committed, so WATCHes fire only for a transaction that changed something.
-    var changedStripes: Set<Int> = []
+    /// Lock stripes of the keys this transaction wrote (repeats allowed: appending is cheaper
+    /// than hashing, and moving a version twice is harmless): EXEC moves their versions once
+    /// the batch committed, so WATCHes fire only for a transaction that changed something.
+    var changedStripes: [Int] = []
     /// Set by FLUSHDB and DELRANGE inside the transaction: any key may change.
     private(set) var changedUnknownKeys = false
     /// Per collection (its `MemberKeys.prefix`), the keys of `stagedMembers` under it in order:
@@ -80,11 +89,37 @@ final class Transaction {
     /// `expectedCommands`: how many commands will run in it (a batched run knows), so the
     /// member overlay is sized once instead of rehashing as it grows.
     init(expectedCommands: Int = 0) {
-        if expectedCommands > 1 { stagedMembers.reserveCapacity(2 * expectedCommands) }
+        expected = expectedCommands
+        if expectedCommands > 1 { changedStripes.reserveCapacity(expectedCommands) }
+    }
+
+    /// `expectedCommands`: each family's overlay is sized for that many keys when first written.
+    private let expected: Int
+
+    /// Records `key`'s latest value for later reads of the transaction: in `unindexed` until
+    /// something reads, then in the overlay of `family`, made with room for the expected keys (a
+    /// batched round of 800 SETs grew it eight times, rehashing every key each time).
+    private func noteStaged(_ key: [UInt8], _ stored: [UInt8]?, in family: String) {
+        guard read else {
+            unindexed.append((family, key, stored))
+            return
+        }
+        if indexed[family] == nil { indexed[family] = Dictionary(minimumCapacity: max(expected, unindexed.count)) }
+        indexed[family]![ByteKey(key)] = .some(stored)
+    }
+
+    /// Moves the writes waiting in `unindexed` into the overlay, in order; from now on writes
+    /// go straight there.
+    private func index() {
+        guard !read else { return }
+        read = true
+        let waiting = unindexed
+        unindexed = []
+        for w in waiting { noteStaged(w.key, w.stored, in: w.family) }
     }
 
     /// Whether nothing was written (a read-only EXEC, a script that wrote nothing).
-    var isEmpty: Bool { batch.count == 0 && stagedMetadata.isEmpty && unwrittenMembers.isEmpty }
+    var isEmpty: Bool { batch.isEmpty && stagedMetadata.isEmpty && unwrittenMembers.isEmpty }
 
     /// What this transaction staged for `key`: `.some(bytes)`, `.some(nil)` when it deleted
     /// the key (directly, by FLUSHDB or by DELRANGE), or nil when the database decides.
@@ -168,7 +203,7 @@ final class Transaction {
         for (at, c) in stagedMetadata {
             let stored: [UInt8]? = c.meta.size == 0 ? nil : c.meta.stored
             if let stored { batch.put(at.key, stored, in: c.handle) } else { batch.delete(at.key, in: c.handle) }
-            overlay[at.family, default: [:]][ByteKey(at.key)] = .some(stored)
+            noteStaged(at.key, stored, in: at.family)
         }
         stagedMetadata.removeAll()
     }
@@ -197,6 +232,8 @@ final class Transaction {
         } else {
             unwrittenMembers.append((key, value))
         }
+        // Sized at the first entry, not before: most rounds of plain writes stage none.
+        if stagedMembers.isEmpty && expected > 1 { stagedMembers.reserveCapacity(2 * expected) }
         if stagedMembers.updateValue(value, forKey: ByteKey(key)) == nil { noteOrder(of: key, in: collection) }
     }
 
@@ -250,13 +287,13 @@ final class Transaction {
     func put(_ key: [UInt8], _ stored: [UInt8], in family: Family) {
         writeStagedMetadata()
         batch.put(key, stored, in: family.handle)
-        overlay[family.name, default: [:]][ByteKey(key)] = .some(stored)
+        noteStaged(key, stored, in: family.name)
     }
 
     func delete(_ key: [UInt8], in family: Family) {
         writeStagedMetadata()
         batch.delete(key, in: family.handle)
-        overlay[family.name, default: [:]][ByteKey(key)] = .some(nil)
+        noteStaged(key, nil, in: family.name)
     }
 
     /// Stages a merge of `operand` into `key`; `result` is the merged value later reads of the
@@ -264,7 +301,7 @@ final class Transaction {
     func merge(_ key: [UInt8], _ operand: [UInt8], result: [UInt8], in family: Family) {
         writeStagedMetadata()
         batch.merge(key, operand, in: family.handle)
-        overlay[family.name, default: [:]][ByteKey(key)] = .some(result)
+        noteStaged(key, result, in: family.name)
     }
 
     /// Stages a range deletion: later reads of the transaction see the range empty.
@@ -273,11 +310,12 @@ final class Transaction {
         batch.deleteRange(from: lower, to: end, in: family.handle)
         changedUnknownKeys = true
         deletedRanges[family.name, default: []].append((lower, end))
-        if var staged = overlay[family.name] {
+        index()
+        if var staged = indexed[family.name] {
             for key in staged.keys where !key.bytes.lexicographicallyPrecedes(lower) && key.bytes.lexicographicallyPrecedes(end) {
                 staged[key] = .some(nil)
             }
-            overlay[family.name] = staged
+            indexed[family.name] = staged
         }
     }
 
@@ -295,7 +333,8 @@ final class Transaction {
             batch.deleteRange(from: members.lower, to: members.upper, in: family.members)
             changedUnknownKeys = true
         }
-        overlay[family.name] = [:]
+        index()
+        indexed[family.name] = [:]
         cleared.insert(family.name)
     }
 

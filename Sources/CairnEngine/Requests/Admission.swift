@@ -2,8 +2,8 @@ public import RESP
 
 /// The one door every request passes, whichever executor then runs it: `execute` (one request,
 /// its handler), the grouped read (`executePlainGets`, one MultiGet for a run of GETs) or the
-/// grouped write (`writePlainWrites`, one batch for the writes of many clients), EXEC's queue
-/// and the long-command queue.
+/// batched round (`executeBatched`, the writes of many clients by their own handlers in one
+/// transaction and one batch), EXEC's queue and the long-command queue.
 ///
 /// `screen` holds the rules (lookup and arity, authentication, the user's permissions, the
 /// key and value size limits) and changes nothing; `admitted` records what passing means (the
@@ -41,7 +41,7 @@ extension Engine {
         if let readOnly = replication.refusal(command) { return .refused(command, readOnly) }
         // Disk-full mode refuses every write whichever executor would run it (inside MULTI at
         // queueing time, as Redis refuses writes when out of memory); the free-space accounting
-        // of writes that pass is the executors' (`diskRefusal`, the grouped write).
+        // of writes that pass is `run`'s (`diskRefusal`), whichever executor calls it.
         if command.flags.contains(.write) && diskGuard.refusesWrites { return .refused(command, .diskFull) }
         if session.subscriptionCount > 0 && session.protocolVersion == .v2 && !Engine.allowedWhileSubscribed.contains(command.name) {
             return .refused(command, CommandError(
@@ -156,6 +156,16 @@ extension Engine {
     public struct Admitted: Sendable, Equatable {
         let command: Command
         public static func == (a: Admitted, b: Admitted) -> Bool { a.command.index == b.command.index }
+
+        init(command: Command) { self.command = command }
+
+        /// A command of the standard table by name (`set`, `client|setname`), as the door would
+        /// admit it: for code that plays the server's part without a door (the connection's
+        /// rules, tested alone).
+        public init?(named name: String) {
+            guard let command = CommandTable.standard.find(name) else { return nil }
+            self.command = command
+        }
     }
 
     /// What the door says of a request, and how the server runs it: `route`, and the admitted

@@ -31,12 +31,16 @@ extension Engine {
     public struct BatchedRun {
         public let session: Session
         public let requests: [[[UInt8]]]
+        /// Each request's command as the door admitted it (`admit`), so none is looked up
+        /// again; nil when the caller has no door of its own (tests, `executePipeline`).
+        public let admitted: [Admitted]?
         /// The protocol its replies are written in.
         public let version: RESPVersion
 
-        public init(session: Session, requests: [[[UInt8]]], version: RESPVersion) {
+        public init(session: Session, requests: [[[UInt8]]], admitted: [Admitted]? = nil, version: RESPVersion) {
             self.session = session
             self.requests = requests
+            self.admitted = admitted
             self.version = version
         }
     }
@@ -47,53 +51,91 @@ extension Engine {
     /// once, instead of once per client. Returns each run's replies and outcome.
     public func executeBatched(_ runs: [BatchedRun]) -> [(reply: [UInt8], outcome: Outcome)] {
         var results = runs.map { _ in (reply: [UInt8](), outcome: Outcome()) }
-        var together: [(index: Int, commands: [(Command, [[UInt8]])])] = []
+        // Every run's commands in one array; each run that runs together has its range of it.
+        var commands: [(Command, [[UInt8]])] = []
+        commands.reserveCapacity(runs.reduce(0) { $0 + $1.requests.count })
+        var together: [Together] = []
         var keys: [(key: [UInt8], family: Family)] = []
         for (i, r) in runs.enumerated() {
-            var commands: [(Command, [[UInt8]])] = []
-            for argv in r.requests {
-                // Each passed the door when the server grouped it (`route`); its lookup is that one.
-                guard case .success(let command) = lookup(argv, first: argv[0]) else { break }
-                commands.append((command, argv))
+            let start = commands.count
+            if let admitted = r.admitted, admitted.count == r.requests.count {
+                for (a, argv) in zip(admitted, r.requests) { commands.append((a.command, argv)) }
+            } else {
+                for argv in r.requests {
+                    // Each passed the door when it was grouped (`route`); its lookup is that one.
+                    guard case .success(let command) = lookup(argv, first: argv[0]) else { break }
+                    commands.append((command, argv))
+                }
             }
-            guard r.requests.count > 1 || runs.count > 1, commands.count == r.requests.count else {
+            guard r.requests.count > 1 || runs.count > 1, commands.count - start == r.requests.count else {
                 // Alone, or one of them did not look up after all: each through the door.
+                commands.removeSubrange(start...)
                 var out = RESPWriter(version: r.version)
                 for argv in r.requests { executeOne(argv, session: r.session, out: &out) }
                 results[i] = (out.bytes, r.session.takeOutcome())
                 continue
             }
-            for (command, argv) in commands {
-                admitted(command.name, session: r.session)
-                for key in command.keys(in: argv) { keys.append((key, r.session.family)) }
-            }
-            together.append((i, commands))
+            // The client's record once per run: what it last ran, and every request counted.
+            admitted(commands[commands.count - 1].0.name, session: r.session, count: r.requests.count)
+            let family = r.session.family
+            for (command, argv) in commands[start...] { command.appendKeys(in: argv, in: family, to: &keys) }
+            together.append(Together(run: i, commands: start..<commands.count))
         }
         guard !together.isEmpty else { return results }
-        var replies = together.map { runs[$0.index].version }.map { RESPWriter(version: $0) }
+        switch runTogether(together, runs, commands, keys) {
+        case .success(let done):
+            for (t, d) in zip(together, done) { results[t.run] = d }
+        case .failure(let error):
+            for t in together {
+                // When the batch fails, each run is tried alone, so one connection's failure
+                // (say, its family was dropped) is not every connection's.
+                var alone: Result<[(reply: [UInt8], outcome: Outcome)], CommandError> = .failure(error)
+                if together.count > 1 {
+                    var keys: [(key: [UInt8], family: Family)] = []
+                    for (command, argv) in commands[t.commands] { command.appendKeys(in: argv, in: runs[t.run].session.family, to: &keys) }
+                    alone = runTogether([t], runs, commands, keys)
+                }
+                switch alone {
+                case .success(let done): results[t.run] = done[0]
+                case .failure(let error):
+                    var out = RESPWriter(version: runs[t.run].version)
+                    for _ in t.commands { reply(error, to: &out) }
+                    _ = runs[t.run].session.takeOutcome()  // nothing was written
+                    results[t.run] = (out.bytes, Outcome())
+                }
+            }
+        }
+        return results
+    }
+
+    /// A run of `runs` that runs in the round's transaction: its commands' range of the round's.
+    private struct Together {
+        let run: Int
+        let commands: Range<Int>
+    }
+
+    /// Runs `together` (runs of `runs`, their commands ranges of `commands`) as one transaction
+    /// under the locks of `keys`, and commits it: each run's replies and outcome, or why the
+    /// commit failed.
+    private func runTogether(
+        _ together: [Together], _ runs: [BatchedRun], _ commands: [(Command, [[UInt8]])], _ keys: [(key: [UInt8], family: Family)]
+    ) -> Result<[(reply: [UInt8], outcome: Outcome)], CommandError> {
+        var replies = together.map { RESPWriter(version: runs[$0.run].version) }
         do {
             try locks.withLocks(keys) { () throws(CommandError) in
                 let tx = Transaction(expectedCommands: together.reduce(0) { $0 + $1.commands.count })
                 for (n, t) in together.enumerated() {
-                    let session = runs[t.index].session
+                    let session = runs[t.run].session
                     session.transaction = tx
                     defer { session.transaction = nil }
-                    for (command, argv) in t.commands { run(command, argv, session: session, out: &replies[n]) }
+                    for (command, argv) in commands[t.commands] { run(command, argv, session: session, out: &replies[n]) }
                 }
                 try commit(tx)
             }
-            for (n, t) in together.enumerated() {
-                results[t.index] = (replies[n].bytes, runs[t.index].session.takeOutcome())
-            }
+            return .success(together.enumerated().map { n, t in (replies[n].bytes, runs[t.run].session.takeOutcome()) })
         } catch {
-            for t in together {
-                var out = RESPWriter(version: runs[t.index].version)
-                for _ in t.commands { reply(error, to: &out) }
-                _ = runs[t.index].session.takeOutcome()  // nothing was written
-                results[t.index] = (out.bytes, Outcome())
-            }
+            return .failure(error)
         }
-        return results
     }
 
     /// Commits what a transaction staged (EXEC, a script, a batched run) as one write batch and

@@ -21,7 +21,6 @@ public struct Command: Sendable {
         var movableKeys: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
         var keyRanges: (@Sendable ([[UInt8]], Session) -> [KeyRange])? = nil
         var work: (@Sendable (Command, Call) throws(CommandError) -> UInt64)? = nil
-        var delta: (@Sendable (Call) throws(CommandError) -> Int64)? = nil
 
         init(
             name: String, arity: Int, flags: Flags, keys: (Int, Int, Int), group: String, summary: String,
@@ -49,7 +48,6 @@ public struct Command: Sendable {
             c.movableKeys = movableKeys
             c.keyRanges = keyRanges
             c.work = work
-            c.delta = delta
             return c
         }
     }
@@ -102,11 +100,8 @@ public struct Command: Sendable {
     public enum Grouping: Sendable {
         /// Consecutive requests of one client read with one MultiGet (`Engine.executePlainGets`).
         case read
-        /// Requests of every client served in one poller round written as one batch
-        /// (`Engine.writePlainWrites`).
-        case write
-        /// Consecutive requests of one client run by their own handlers over a transaction
-        /// overlay and committed as one batch (`Engine.executeBatched`).
+        /// Requests of every client served in one poller round run by their own handlers over
+        /// one transaction overlay and committed as one batch (`Engine.executeBatched`).
         case batched
 
         /// Most consecutive requests of one client in one group. GETs fetch every value of
@@ -116,7 +111,6 @@ public struct Command: Sendable {
         public var mostRequests: Int {
             switch self {
             case .read: 16
-            case .write: 1024
             case .batched: Engine.maxBatched
             }
         }
@@ -163,17 +157,6 @@ public struct Command: Sendable {
     func measuringWork(_ measure: @escaping @Sendable (Command, Call) throws(CommandError) -> UInt64) -> Command {
         var copy = self
         copy.unique().work = measure
-        return copy
-    }
-
-    /// For a counter command (INCR, DECR, INCRBY, DECRBY): its delta, from the request. The
-    /// handler and the grouped write batch both take it from here (`counting(by:)`).
-    var delta: (@Sendable (Call) throws(CommandError) -> Int64)? { storage.delta }
-
-    /// This command as a counter with `delta` (see `delta`).
-    func counting(by delta: @escaping @Sendable (Call) throws(CommandError) -> Int64) -> Command {
-        var copy = self
-        copy.unique().delta = delta
         return copy
     }
 
@@ -259,6 +242,19 @@ public struct Command: Sendable {
         let last = lastKey < 0 ? argv.count + lastKey : min(lastKey, argv.count - 1)
         guard last >= firstKey else { return [] }
         return stride(from: firstKey, through: last, by: max(1, keyStep)).map { argv[$0] }
+    }
+
+    /// `keys(in:)` appended to `keys` in `family`, without an array of their own: what a
+    /// batched round collects for its locks, request by request.
+    func appendKeys(in argv: [[UInt8]], in family: Family, to keys: inout [(key: [UInt8], family: Family)]) {
+        if let movableKeys {
+            for key in movableKeys(argv) { keys.append((key, family)) }
+            return
+        }
+        guard firstKey > 0, firstKey < argv.count else { return }
+        let last = lastKey < 0 ? argv.count + lastKey : min(lastKey, argv.count - 1)
+        guard last >= firstKey else { return }
+        for i in stride(from: firstKey, through: last, by: max(1, keyStep)) { keys.append((argv[i], family)) }
     }
 }
 

@@ -3,7 +3,7 @@ public import RESP
 extension Engine {
     /// Runs one client's pipelined requests in order the way the server does, synchronously:
     /// runs of requests the command table lets group (`grouping`) go to the grouped executors
-    /// (one MultiGet for GETs, one write batch for plain writes), every other request through
+    /// (one MultiGet for GETs, one transaction and write batch for writes), every other request through
     /// `execute`. Appends the replies the server would send.
     ///
     /// The server's connections interleave the same executors with socket I/O and batch
@@ -26,9 +26,6 @@ extension Engine {
             switch kind {
             case .read:
                 i += executePlainGets(run, session: session, out: &out)
-            case .write:
-                outcome.absorb(reply(writePlainWrites([PlainWrites(session: session, requests: run)])[0], session: session, out: &out))
-                i = end
             case .batched:
                 outcome.absorb(executeBatched(run, session: session, out: &out))
                 i = end

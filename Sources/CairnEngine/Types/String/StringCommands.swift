@@ -24,7 +24,7 @@ enum StringCommands {
                 summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
                 arguments: "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]",
                 handler: set)
-        .grouped { argv, _ in argv.count == 3 ? .write : nil },  // plain SET key value
+        .grouped { argv, _ in argv.count == 3 ? .batched : nil },  // plain SET key value
         Command("setnx", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
                 summary: "Set the string value of a key only when the key doesn't exist.", arguments: "key value") { call, out throws(CommandError) in
             let created = try call.locked(call[1]) { () throws(CommandError) -> Bool in
@@ -83,7 +83,7 @@ enum StringCommands {
             try call.locked(pairs.map(\.0)) { () throws(CommandError) in try call.writeBatch(pairs) }
             out.simpleString("OK")
         }
-        .grouped { argv, _ in argv.count % 2 == 1 ? .write : nil },
+        .grouped { argv, _ in argv.count % 2 == 1 ? .batched : nil },
         Command("msetnx", arity: -3, flags: [.write], keys: (1, -1, 2), group: "string",
                 summary: "Atomically modifies the string values of one or more keys only when all keys don't exist.",
                 arguments: "key value [key value ...]") { call, out throws(CommandError) in
@@ -189,9 +189,8 @@ enum StringCommands {
                 summary: summary, arguments: arguments) { call, out throws(CommandError) in
             out.integer(try increment(call, by: delta(call)))
         }
-        .counting(by: delta)
-        // A counter is read and written in the batch; reads through a snapshot run alone.
-        .grouped { _, session in session.readSnapshot == nil ? .write : nil }
+        // Reads through a snapshot run alone.
+        .grouped { _, session in session.readSnapshot == nil ? .batched : nil }
     }
 
     /// INCR and friends: read, add (`Counter`) and write under the key's lock. (Outside MULTI
