@@ -29,8 +29,12 @@ struct BodyHeader: Equatable {
     var isEncrypted: Bool { flags & BodyHeader.encryptedFlag != 0 }
 
     var bytes: [UInt8] {
-        var out: [UInt8] = [BodyHeader.currentFormat, flags, UInt8(schemaVersion >> 8 & 0xFF), UInt8(schemaVersion & 0xFF)]
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: revision >> UInt64(shift))) }
+        var out: [UInt8] = []
+        out.reserveCapacity(BodyHeader.size)
+        out.append(BodyHeader.currentFormat)
+        out.append(flags)
+        BigEndian.append(UInt16(truncatingIfNeeded: schemaVersion), to: &out)
+        BigEndian.append(revision, to: &out)
         return out
     }
 
@@ -43,10 +47,8 @@ struct BodyHeader: Equatable {
     init?(_ body: [UInt8]) {
         guard body.count >= BodyHeader.size, body[0] == BodyHeader.currentFormat else { return nil }
         flags = body[1]
-        schemaVersion = Int(body[2]) << 8 | Int(body[3])
-        var r: UInt64 = 0
-        for b in body[4..<12] { r = r << 8 | UInt64(b) }
-        revision = r
+        schemaVersion = Int(BigEndian.read(UInt16.self, body[2..<4]))
+        revision = BigEndian.read(UInt64.self, body[4..<12])
     }
 }
 

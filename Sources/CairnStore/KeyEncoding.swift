@@ -45,7 +45,7 @@ enum KeyTag {
 extension Int: IndexValue {
     public func appendKey(to key: inout [UInt8]) {
         key.append(KeyTag.int)
-        appendBigEndian(UInt64(bitPattern: Int64(self)) ^ (1 << 63), to: &key)
+        BigEndian.append(UInt64(bitPattern: Int64(self)) ^ (1 << 63), to: &key)
     }
 }
 
@@ -61,7 +61,7 @@ extension Double: IndexValue {
         // One form for equal values: -0 == +0, and every NaN is the same (positive, quiet) NaN.
         let value: Double = self.isNaN ? .nan : (self == 0 ? 0 : self)
         let bits = value.bitPattern
-        appendBigEndian(bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63), to: &key)
+        BigEndian.append(bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63), to: &key)
     }
 }
 
@@ -93,10 +93,6 @@ extension Optional: IndexValue where Wrapped: IndexValue {
         case .some(let value): value.appendKey(to: &key)
         }
     }
-}
-
-private func appendBigEndian(_ value: UInt64, to key: inout [UInt8]) {
-    for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
 }
 
 private func appendEscaped(_ utf8: String.UTF8View, to key: inout [UInt8]) {

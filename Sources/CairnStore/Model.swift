@@ -124,8 +124,7 @@ struct ReferenceEntry: Hashable {
             let typeName = decodeString(Array(key[afterTarget..<afterOwnerType])),
             key[afterOwnerType] == KeyTag.int
         else { return nil }
-        var n: UInt64 = 0
-        for b in key[(afterOwnerType + 1)..<afterRelationship] { n = n << 8 | UInt64(b) }
+        let n = BigEndian.read(UInt64.self, key[(afterOwnerType + 1)..<afterRelationship])
         ownerType = typeName
         relationship = Int(Int64(bitPattern: n ^ (1 << 63)))
         ownerKey = Array(key[afterRelationship...])

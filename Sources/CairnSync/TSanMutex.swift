@@ -11,7 +11,12 @@ import Glibc
 ///
 /// A module that uses `Mutex` declares `typealias Mutex<Value> = CairnSync.Mutex<Value>` under
 /// `#if CAIRN_TSAN` (its `TSanMutex.swift`): a module-level name shadows both imports, so its
-/// code says `Mutex` either way.
+/// code says `Mutex` either way. The alias has to be in each module, an import cannot replace
+/// it: a file that imports both Synchronization and CairnSync finds `Mutex` "ambiguous for type
+/// lookup" (two imported modules do not shadow each other), and a rule that every file naming
+/// `Mutex` import CairnSync instead of Synchronization would let a file that forgets lock with
+/// the futex Mutex, unnoticed until a TSan run. (One shared file was tried and taken back:
+/// commit c1bf389.)
 public final class Mutex<Value>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var value: Value

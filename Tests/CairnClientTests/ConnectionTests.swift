@@ -21,10 +21,10 @@ import Testing
         let client = CairnClient(port: server.port)
         defer { client.close() }
         try await client.send(["SET", "s", "text"])
-        do {
+        do throws(CairnClientError) {
             _ = try await client.send(["INCR", "s"])
             Issue.record("INCR on text succeeded")
-        } catch let error as CairnClientError {
+        } catch {
             #expect(error.code == .server)
             #expect(error.prefix == "ERR")
             #expect(error.message == "value is not an integer or out of range")
@@ -63,9 +63,9 @@ import Testing
         let client = CairnClient(configuration: config)
         defer { client.close() }
         await #expect(throws: CairnClientError.self) { try await client.send(["PING"]) }
-        do {
+        do throws(CairnClientError) {
             _ = try await client.send(["PING"])
-        } catch let error as CairnClientError {
+        } catch {
             #expect(error.code == .connection)
         }
     }

@@ -21,11 +21,13 @@ enum DocExamples {
         for try await e in client.entries(from: .inclusive("user:"), to: .exclusive("user;")) { print(e.keyString) }
         try await client.transaction(watching: ["n"], attempts: 5) { tx in tx.set("n", 1) }  // MULTI/EXEC
         let raw = try await client.send(["COMMAND", "INFO", "GET"])    // any command, RESPValue back
+        _ = (text, pair, raw)  // shown by the example, not used by it
     }
 
     // README.md:142
     static func example2(client: CairnClient, server: some Service, logger: Logger) async throws {
         let (_, value, visits) = try await client.pipeline(SET("k", "v"), GET("k"), INCR("visits"))
+        _ = (value, visits)  // shown by the example, not used by it
     }
 
     // Sources/CairnClient/CairnClient.docc/CairnClient.md:32
@@ -38,6 +40,7 @@ enum DocExamples {
             primaryName: "mymaster", configuration: config)
         try await ha.set("k", "v")
         let copy = try await ha.replicas.getString("k")   // may lag behind the primary
+        _ = copy  // shown by the example, not used by it
     }
 
     // Sources/CairnClient/CairnClient.docc/CairnClient.md:48
@@ -48,6 +51,7 @@ enum DocExamples {
                 tx.family("stock").incrBy("widget", -1)
             }
         }
+        _ = replies  // shown by the example, not used by it
     }
 
     // Sources/CairnClient/CairnClient.swift:8
@@ -56,6 +60,7 @@ enum DocExamples {
         defer { client.close() }
         try await client.set("greeting", "hello")
         let text = try await client.getString("greeting")   // "hello"
+        _ = text  // shown by the example, not used by it
     }
 
     // Sources/CairnClient/CairnClient.swift:26
@@ -82,6 +87,7 @@ enum DocExamples {
         config.password = "secret"
         config.requestDeadline = .seconds(2)
         let client = CairnClient(configuration: config)
+        _ = client  // shown by the example, not used by it
     }
 
     // Sources/CairnClient/Configuration.swift:34
@@ -129,6 +135,7 @@ enum DocExamples {
     static func example15(client: CairnClient, server: some Service, logger: Logger) async throws {
         let info = try await client.info("rocksdb")
         let open = info.integer("open_iterators", in: "rocksdb")
+        _ = open  // shown by the example, not used by it
     }
 
     // Sources/CairnClient/Snapshot.swift:61
@@ -136,6 +143,7 @@ enum DocExamples {
         let (a, b) = try await client.withSnapshot { snap in
             (try await snap.get("a"), try await snap.get("b"))   // one point in time
         }
+        _ = (a, b)  // shown by the example, not used by it
     }
 
     // Sources/CairnClient/Transaction.swift:152
@@ -157,10 +165,12 @@ enum DocExamples {
     // Sources/CairnClient/TypedPipeline.swift:27
     static func example19(client: CairnClient, server: some Service, logger: Logger) async throws {
         let (_, value, count) = try await client.pipeline(SET("k", "v"), GET("k"), INCR("n"))
+        _ = (value, count)  // shown by the example, not used by it
     }
 
     // Sources/CairnClient/TypedPipeline.swift:49
     static func example20(client: CairnClient, server: some Service, logger: Logger) async throws {
         let (_, stock) = try await client.transaction(SET("order:7", "paid"), INCRBY("stock", -1))
+        _ = stock  // shown by the example, not used by it
     }
 }

@@ -126,7 +126,7 @@ import Testing
             }
             try await group.waitForAll()
         }
-        defer { restarted.withLock { $0?.terminate() } }
+        defer { restarted.withLock { $0.take() }?.terminate() }
         #expect(failures.value == 0)
         #expect(done.value == 2000)
     }

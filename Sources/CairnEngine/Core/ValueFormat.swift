@@ -34,8 +34,7 @@ public enum ValueFormat {
         let type = value[0] & 0x0F
         if value[1] & 0x01 != 0 {
             guard value.count >= 10 else { return nil }
-            let ms = BigEndian.read(UInt64.self, value[2..<10])
-            return Header(type: type, expiresAt: Int64(bitPattern: ms), payloadOffset: 10)
+            return Header(type: type, expiresAt: BigEndian.read(Int64.self, value, at: 2), payloadOffset: 10)
         }
         return Header(type: type, expiresAt: nil, payloadOffset: 2)
     }
@@ -57,7 +56,7 @@ public enum ValueFormat {
         out.append(version << 4 | type)
         if let expiresAt {
             out.append(expiryFlag)
-            BigEndian.append(UInt64(bitPattern: expiresAt), to: &out)
+            BigEndian.append(expiresAt, to: &out)
         } else {
             out.append(0)
         }

@@ -130,10 +130,10 @@ struct DumpWriter {
         case ..<16384: bytes += [0x40 | UInt8(n >> 8), UInt8(truncatingIfNeeded: n)]
         case ..<(1 << 32):
             bytes.append(0x80)
-            for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: n >> shift)) }
+            BigEndian.append(UInt32(n), to: &bytes)
         default:
             bytes.append(0x81)
-            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: n >> shift)) }
+            BigEndian.append(UInt64(n), to: &bytes)
         }
     }
 

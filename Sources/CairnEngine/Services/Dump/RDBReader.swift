@@ -43,15 +43,11 @@ struct RDBReader {
         case 0: return (UInt64(first & 0x3f), false)
         case 1: return (UInt64(first & 0x3f) << 8 | UInt64(try byte()), false)
         case 2:
-            let width: Int
             switch first {
-            case 0x80: width = 4
-            case 0x81: width = 8
+            case 0x80: return (UInt64(BigEndian.read(UInt32.self, try take(4))), false)
+            case 0x81: return (BigEndian.read(UInt64.self, try take(8)), false)
             default: throw Malformed()
             }
-            var v: UInt64 = 0
-            for b in try take(width) { v = v << 8 | UInt64(b) }
-            return (v, false)
         default: return (UInt64(first & 0x3f), true)
         }
     }

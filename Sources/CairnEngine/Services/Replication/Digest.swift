@@ -30,8 +30,7 @@ enum DigestCommands {
         options.snapshot = snapshot
         options.fillCache = false
         func feed(_ bytes: UnsafeRawBufferPointer) {
-            var n = UInt32(bytes.count).bigEndian
-            withUnsafeBytes(of: &n) { hasher.update(bufferPointer: $0) }
+            BigEndian.withBytes(of: UInt32(bytes.count)) { hasher.update(bufferPointer: $0) }
             hasher.update(bufferPointer: bytes)
         }
         for family in engine.allFamilies {

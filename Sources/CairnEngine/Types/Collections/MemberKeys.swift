@@ -65,16 +65,16 @@ enum MemberKeys {
 
     static func parse(_ raw: UnsafeRawBufferPointer) -> Parsed? {
         guard raw.count >= 2 else { return nil }
-        let nameLength = Int(BigEndian.read(UInt16.self, raw))
+        let nameLength = Int(BigEndian.read(UInt16.self, raw, at: 0))
         var at = 2 + nameLength
         guard raw.count >= at + 4 else { return nil }
         let family = String(decoding: UnsafeRawBufferPointer(rebasing: raw[2..<at]), as: UTF8.self)
-        let keyLength = Int(BigEndian.read(UInt32.self, raw[at..<at + 4]))
+        let keyLength = Int(BigEndian.read(UInt32.self, raw, at: at))
         at += 4
         guard raw.count >= at + keyLength + 8 else { return nil }
         let key = Array(raw[at..<at + keyLength])
         at += keyLength
-        let version = BigEndian.read(UInt64.self, raw[at..<at + 8])
+        let version = BigEndian.read(UInt64.self, raw, at: at)
         return Parsed(family: family, key: key, version: version, tagOffset: at + 8)
     }
 
