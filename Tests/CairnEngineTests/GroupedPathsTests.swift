@@ -4,8 +4,10 @@ import RESP
 import Testing
 
 /// One door: a pipeline run through the grouped executors (`executePipeline`: GETs as one
-/// MultiGet, plain writes as one batch, hash writes batched over an overlay) must answer exactly what the same requests answer run
-/// one at a time through `execute`, leave the same data, and leave the same client record.
+/// MultiGet, writes run by their handlers over one transaction overlay and batch, MULTI/EXEC
+/// and scripts between them) must answer exactly what the same requests answer run one at a
+/// time through `execute`, leave the same data, and leave the same client record; so must a
+/// round of many connections.
 @Suite struct GroupedPathsTests {
     static func argv(_ words: [String]) -> [[UInt8]] { words.map { Array($0.utf8) } }
 
@@ -43,11 +45,53 @@ import Testing
             case 12: ["APPEND", key(), "z"]
             case 13: ["MGET", key(), key()]
             case 14: ["MSET", key()]  // wrong number of arguments
+            case 15 where Int.random(in: 0..<3, using: &rng) == 0:
+                // A script reading and writing through the same door.
+                ["EVAL", "redis.call('INCR', KEYS[1]); redis.call('HSET', KEYS[2], 'f', '1'); return redis.call('GET', KEYS[1])", "2", key(), key()]
+            case 15 where Int.random(in: 0..<2, using: &rng) == 0:
+                // A transaction: its writes queued, then run together by EXEC.
+                ["MULTI"]
             default: ["EXISTS", key(), key()]
             }
             out.append(argv(words))
+            if words == ["MULTI"] {
+                for _ in 0..<Int.random(in: 1...3, using: &rng) {
+                    let queued: [String] = switch Int.random(in: 0..<4, using: &rng) {
+                    case 0: ["INCR", key()]
+                    case 1: ["HSET", key(), "f0", number()]
+                    case 2: ["SET", key(), number()]
+                    default: ["LPUSH", key(), "q"]
+                    }
+                    out.append(argv(queued))
+                }
+                out.append(argv(["EXEC"]))
+            }
         }
         return out
+    }
+
+    /// A seeded mix of the writes a poller round runs together (`Grouping.batched`), errors
+    /// included (WRONGTYPE, not an integer, overflow).
+    static func batchedWrites(seed: UInt64, count: Int) -> [[[UInt8]]] {
+        var rng = SeededGenerator(seed: seed)
+        let keys = ["a", "b", "c", "n"]
+        func key() -> String { keys.randomElement(using: &rng)! }
+        func number() -> String { ["1", "-3", "x", "9223372036854775807"].randomElement(using: &rng)! }
+        return (0..<count).map { _ in
+            let words: [String] = switch Int.random(in: 0..<10, using: &rng) {
+            case 0: ["SET", key(), number()]
+            case 1: ["MSET", key(), number(), key(), "v"]
+            case 2: ["INCR", key()]
+            case 3: ["DECRBY", key(), number()]
+            case 4: ["HSET", key(), "f\(Int.random(in: 0..<2, using: &rng))", number()]
+            case 5: ["HINCRBY", key(), "f0", number()]
+            case 6: ["LPUSH", key(), number()]
+            case 7: ["LPOP", key()]
+            case 8: ["SADD", key(), "m\(Int.random(in: 0..<2, using: &rng))"]
+            default: ["ZADD", key(), number(), "m0"]
+            }
+            return argv(words)
+        }
     }
 
     static func replies(_ bytes: [UInt8]) throws -> [RESPValue] {
@@ -100,6 +144,37 @@ import Testing
         let alone = try EngineHarness()
         try Self.expectSameAnswers(requests, pipelined: grouped, alone: alone)
         #expect(grouped.engine.stats.commandsProcessed.value == alone.engine.stats.commandsProcessed.value)
+    }
+
+    /// A poller round of several connections (`executeBatched` of many runs, as the worker
+    /// stages them) answers each connection what its requests answer run one at a time in
+    /// staging order, connection after connection, and leaves the same data.
+    @Test(arguments: [11, 12, 13, 14] as [UInt64])
+    func roundsOfManyConnectionsAnswerAsAlone(seed: UInt64) throws {
+        let round = try EngineHarness()
+        let alone = try EngineHarness()
+        let sessions = (round.session, [round.session] + (0..<3).map { _ in round.otherSession() })
+        var rng = SeededGenerator(seed: seed)
+        var requests = Self.batchedWrites(seed: seed, count: 600)[...]
+        while !requests.isEmpty {
+            // One round: each connection stages a run of 1 to 6 requests.
+            var runs: [Engine.BatchedRun] = []
+            for session in sessions.1 where !requests.isEmpty {
+                let n = min(requests.count, Int.random(in: 1...6, using: &rng))
+                for r in requests.prefix(n) { #expect(round.engine.grouping(r, session: session) == .batched, "\(r) runs in the round") }
+                runs.append(Engine.BatchedRun(session: session, requests: Array(requests.prefix(n)), version: .v2))
+                requests = requests.dropFirst(n)
+            }
+            let done = round.engine.executeBatched(runs)
+            for (run, d) in zip(runs, done) {
+                var out = RESPWriter(version: .v2)
+                for r in run.requests { alone.engine.execute(r, session: alone.session, out: &out) }
+                let a = try Self.replies(d.reply), b = try Self.replies(out.bytes)
+                #expect(a == b, "\(run.requests.map { $0.map { String(decoding: $0, as: UTF8.self) } })")
+            }
+        }
+        #expect(Self.contents(round) == Self.contents(alone))
+        #expect(round.engine.stats.commandsProcessed.value == alone.engine.stats.commandsProcessed.value)
     }
 
     /// The grouped executors update the client record as `execute` does (CLIENT LIST's cmd=).
