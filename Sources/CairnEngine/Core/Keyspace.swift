@@ -47,6 +47,7 @@ extension Call {
     /// (TYPE, TTL, EXPIRE...) and the collection helpers read through it. Zero-copy outside
     /// transactions: the buffer is RocksDB's pinned value.
     func withStored<R>(_ key: [UInt8], _ body: (KeyType?, UnsafeRawBufferPointer?, Int64?) throws(CommandError) -> R) throws(CommandError) -> R {
+        let family = self.family  // once: the session's family is read under its record's lock
         if let tx = session.transaction, let staged = tx.staged(key, in: family.name) {
             guard let staged else { return try body(nil, nil, nil) }
             let now = now
@@ -187,6 +188,7 @@ extension Call {
     /// Stores an encoded value (header included) under `key`.
     private func put(_ key: [UInt8], stored: [UInt8], expiresAt: Int64?) throws(CommandError) {
         if let expiresAt { engine.expirySweep.noteExpiringWrite(expiresAt: expiresAt) }
+        let family = self.family  // once: the session's family is read under its record's lock
         if let tx = session.transaction {
             tx.put(key, stored, in: family)
             tx.changedStripes.append(engine.locks.stripe(for: key, in: family))
@@ -199,6 +201,7 @@ extension Call {
     }
 
     func remove(_ key: [UInt8]) throws(CommandError) {
+        let family = self.family  // once: the session's family is read under its record's lock
         if let tx = session.transaction {
             tx.delete(key, in: family)
             tx.changedStripes.append(engine.locks.stripe(for: key, in: family))
