@@ -7,7 +7,7 @@ import RESP
 import ServiceLifecycle
 
 enum DocExamples {
-    // README.md:101
+    // README.md:102
     static func example1(client: CairnClient, server: some Service, logger: Logger) async throws {
         let client = CairnClient(host: "127.0.0.1", port: 7379)       // password:, username: optional
         defer { client.close() }
@@ -23,7 +23,7 @@ enum DocExamples {
         let raw = try await client.send(["COMMAND", "INFO", "GET"])    // any command, RESPValue back
     }
 
-    // README.md:142
+    // README.md:143
     static func example2(client: CairnClient, server: some Service, logger: Logger) async throws {
         let (_, value, visits) = try await client.pipeline(SET("k", "v"), GET("k"), INCR("visits"))
     }

@@ -186,25 +186,34 @@ public struct Command: Sendable {
 
     typealias Handler = @Sendable (Call, inout RESPWriter) throws(CommandError) -> Void
 
+    /// Redis's command flags, which the spec gives each command (COMMAND INFO lists them, but
+    /// `may_replicate`), and Cairn's own behaviour switches (`long`, `noMulti`), which it does not
+    /// list. Two names differ from Redis's: Redis's `no_multi` is `noTransaction` here, and
+    /// `noMulti` is Cairn's `not_queued`.
     public struct Flags: OptionSet, Sendable, Hashable {
         public let rawValue: UInt32
         public init(rawValue: UInt32) { self.rawValue = rawValue }
+        /// Writes data: refused on a read-only replica, in disk-full mode and in read-only
+        /// scripts; needs a write key pattern; held by CLIENT PAUSE WRITE.
         public static let write = Flags(rawValue: 1 << 0)
         public static let readonly = Flags(rawValue: 1 << 1)
+        /// Hidden from MONITOR; its ACL categories are @admin, @dangerous and @slow or @fast only.
         public static let admin = Flags(rawValue: 1 << 2)
         /// Allowed before AUTH (AUTH, HELLO, QUIT, RESET).
         public static let noAuth = Flags(rawValue: 1 << 3)
-        /// Runs immediately inside MULTI instead of being queued (EXEC, DISCARD, WATCH...).
+        /// Runs immediately inside MULTI instead of being queued (EXEC, DISCARD, WATCH...):
+        /// the spec's Cairn flag `not_queued`.
         public static let noMulti = Flags(rawValue: 1 << 4)
+        /// Counted as `fast-command` by the latency monitor.
         public static let fast = Flags(rawValue: 1 << 5)
         public static let loading = Flags(rawValue: 1 << 7)
         public static let stale = Flags(rawValue: 1 << 8)
-        /// Refused inside MULTI, which then fails EXEC (EXECABORT): the command acts outside
-        /// the transaction's write batch (CF.CREATE, CF.DROP, backups, COMPACT), so running it
-        /// from EXEC could not be atomic with the rest. Redis's `no-multi`.
+        /// Refused inside MULTI, which then fails EXEC (EXECABORT), and in scripts: the command
+        /// acts outside the transaction's write batch (CF.CREATE, CF.DROP, backups, COMPACT), so
+        /// running it from EXEC could not be atomic with the rest. Redis's `no_multi`.
         public static let noTransaction = Flags(rawValue: 1 << 9)
         /// Takes time in proportion to the whole database (DBSIZE, KEYS, COMPACT): the server
-        /// runs it off the connection's worker (`Engine.Route.long`). Not shown by COMMAND.
+        /// runs it off the connection's worker (`Engine.Route.long`). The spec's Cairn flag `long`.
         public static let long = Flags(rawValue: 1 << 10)
         /// Not entered in the slow log (EXEC: its commands are, one by one). Redis's `skip_slowlog`.
         public static let skipSlowlog = Flags(rawValue: 1 << 11)
@@ -212,27 +221,37 @@ public struct Command: Sendable {
         /// GETKEYS answers an empty list for it where it refuses other commands' requests
         /// without keys. Redis's `no_mandatory_keys`.
         public static let noMandatoryKeys = Flags(rawValue: 1 << 12)
-        /// A read that may still change its key (PFCOUNT stores the count it computed), so a
-        /// read-only script may not call it and CLIENT PAUSE WRITE holds it. Redis's
-        /// `may_replicate`.
+        /// A command that is not a write but may still change data or reach replicas (PFCOUNT
+        /// stores the count it computed, PUBLISH, EVAL): a read-only script may not call it and
+        /// CLIENT PAUSE WRITE holds it. Redis's `may_replicate`, which COMMAND INFO does not list.
         public static let mayReplicate = Flags(rawValue: 1 << 13)
+        /// Refused in scripts (`ScriptRun`). Redis's `noscript`.
+        public static let noscript = Flags(rawValue: 1 << 14)
+        // Reported by COMMAND INFO as Redis reports them; Cairn's behaviour does not read them.
+        public static let denyoom = Flags(rawValue: 1 << 15)
+        public static let pubsub = Flags(rawValue: 1 << 16)
+        public static let blocking = Flags(rawValue: 1 << 17)
+        public static let skipMonitor = Flags(rawValue: 1 << 18)
+        public static let asking = Flags(rawValue: 1 << 19)
+        public static let noAsyncLoading = Flags(rawValue: 1 << 20)
+        public static let allowBusy = Flags(rawValue: 1 << 21)
+        /// Keys at positions the legacy (first, last, step) cannot give: derived from the key
+        /// specs, as Redis derives it.
+        public static let movableKeys = Flags(rawValue: 1 << 22)
 
-        /// Names as `COMMAND INFO` prints them.
+        /// Names as `COMMAND INFO` prints them, in Redis's order (`may_replicate` and Cairn's
+        /// own switches are not printed).
         public var names: [String] {
-            var out: [String] = []
-            if contains(.write) { out.append("write") }
-            if contains(.readonly) { out.append("readonly") }
-            if contains(.admin) { out.append("admin") }
-            if contains(.noAuth) { out.append("no_auth") }
-            if contains(.fast) { out.append("fast") }
-            if contains(.loading) { out.append("loading") }
-            if contains(.stale) { out.append("stale") }
-            if contains(.noTransaction) { out.append("no_multi") }
-            if contains(.skipSlowlog) { out.append("skip_slowlog") }
-            if contains(.noMandatoryKeys) { out.append("no_mandatory_keys") }
-            if contains(.mayReplicate) { out.append("may_replicate") }
-            return out
+            Self.printed.filter { contains($0.0) }.map(\.1)
         }
+
+        private static let printed: [(Flags, String)] = [
+            (.write, "write"), (.readonly, "readonly"), (.denyoom, "denyoom"), (.admin, "admin"), (.pubsub, "pubsub"),
+            (.noscript, "noscript"), (.blocking, "blocking"), (.loading, "loading"), (.stale, "stale"),
+            (.skipMonitor, "skip_monitor"), (.skipSlowlog, "skip_slowlog"), (.asking, "asking"), (.fast, "fast"),
+            (.noAuth, "no_auth"), (.noMandatoryKeys, "no_mandatory_keys"), (.noAsyncLoading, "no_async_loading"),
+            (.noTransaction, "no_multi"), (.movableKeys, "movablekeys"), (.allowBusy, "allow_busy"),
+        ]
     }
 
     init(

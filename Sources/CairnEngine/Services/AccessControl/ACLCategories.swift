@@ -20,6 +20,28 @@ public struct ACLCategories: OptionSet, Sendable, Hashable {
 
     static func bit(_ name: String) -> ACLCategories { named(name)! }
 
+    static let keyspace = ACLCategories(rawValue: 1 << 0)
+    static let read = ACLCategories(rawValue: 1 << 1)
+    static let write = ACLCategories(rawValue: 1 << 2)
+    static let set = ACLCategories(rawValue: 1 << 3)
+    static let sortedset = ACLCategories(rawValue: 1 << 4)
+    static let list = ACLCategories(rawValue: 1 << 5)
+    static let hash = ACLCategories(rawValue: 1 << 6)
+    static let string = ACLCategories(rawValue: 1 << 7)
+    static let bitmap = ACLCategories(rawValue: 1 << 8)
+    static let hyperloglog = ACLCategories(rawValue: 1 << 9)
+    static let geo = ACLCategories(rawValue: 1 << 10)
+    static let stream = ACLCategories(rawValue: 1 << 11)
+    static let pubsub = ACLCategories(rawValue: 1 << 12)
+    static let admin = ACLCategories(rawValue: 1 << 13)
+    static let fast = ACLCategories(rawValue: 1 << 14)
+    static let slow = ACLCategories(rawValue: 1 << 15)
+    static let blocking = ACLCategories(rawValue: 1 << 16)
+    static let dangerous = ACLCategories(rawValue: 1 << 17)
+    static let connection = ACLCategories(rawValue: 1 << 18)
+    static let transaction = ACLCategories(rawValue: 1 << 19)
+    static let scripting = ACLCategories(rawValue: 1 << 20)
+
     /// The categories of `command`.
     static func of(_ command: Command) -> ACLCategories {
         var c: ACLCategories = []
@@ -56,14 +78,14 @@ public struct ACLCategories: OptionSet, Sendable, Hashable {
         case "scripting": c.insert(bit("scripting"))
         default: break
         }
-        if blocking.contains(top) { c.insert(bit("blocking")) }
-        if dangerous.contains(top) { c.insert(bit("dangerous")) }
+        if blockingNames.contains(top) { c.insert(bit("blocking")) }
+        if dangerousNames.contains(top) { c.insert(bit("dangerous")) }
         return c
     }
 
-    static let blocking: Set<String> = ["blpop", "brpop", "brpoplpush", "blmove", "blmpop", "bzpopmin", "bzpopmax", "bzmpop", "wait"]
+    static let blockingNames: Set<String> = ["blpop", "brpop", "brpoplpush", "blmove", "blmpop", "bzpopmin", "bzpopmax", "bzmpop", "wait"]
     /// Commands Redis calls dangerous besides its admin commands (which are all dangerous).
-    static let dangerous: Set<String> = ["keys", "flushdb", "flushall", "sort", "sort_ro", "migrate", "restore", "info", "role", "debug", "monitor", "shutdown"]
+    static let dangerousNames: Set<String> = ["keys", "flushdb", "flushall", "sort", "sort_ro", "migrate", "restore", "info", "role", "debug", "monitor", "shutdown"]
 
     /// The commands and subcommands in `self`, by full name (`config|get`), sorted.
     func commandNames(in table: CommandTable) -> [String] {
