@@ -13,26 +13,21 @@ enum ServerCommands {
     public static let cairnVersion = "0.1.0"
 
     static let all: [Command] = [
-        Command("info", arity: -1, flags: [.loading, .stale], group: "server",
-                summary: "Returns information and statistics about the server.", arguments: "[section [section ...]]") {
+        Command("info") {
             call, out throws(CommandError) in
             let sections = call.argv.dropFirst().map { Bytes.lowercased($0) }
             out.verbatim(Array(try InfoReport.render(call.engine, session: call.session, sections: sections).utf8))
         },
-        Command("time", arity: 1, flags: [.fast, .loading, .stale], group: "server", since: "2.6.0",
-                summary: "Returns the server time.") { _, out throws(CommandError) in
+        Command("time") { _, out throws(CommandError) in
             let us = Clock.microseconds()
             out.arrayHeader(2)
             out.bulk(String(us / 1_000_000))
             out.bulk(String(us % 1_000_000))
         },
-        Command("lastsave", arity: 1, flags: [.fast, .loading, .stale], group: "server",
-                summary: "Returns the Unix timestamp of the last successful backup (or of the server start).") { call, out throws(CommandError) in
+        Command("lastsave") { call, out throws(CommandError) in
             out.integer(call.engine.lastSave.load(ordering: .relaxed))
         },
-        Command("shutdown", arity: -1, flags: [.admin, .noMulti, .loading, .stale, .noAuth], group: "server",
-                summary: "Stops the server: finishes replies, syncs the WAL, closes the database.",
-                arguments: "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]") { call, out throws(CommandError) in
+        Command("shutdown") { call, out throws(CommandError) in
             guard call.session.authenticated else { throw .noAuth }
             for i in 1..<call.count {
                 let a = call[i]
@@ -46,9 +41,7 @@ enum ServerCommands {
             call.engine.scripting.stopForShutdown()
             call.engine.hooks?.requestShutdown()
         },
-        Command("compact", arity: -1, flags: [.admin, .noTransaction, .long], group: "cairn",
-                summary: "Compacts the current column family (or the key range given), reclaiming space now.",
-                arguments: "[start end]") { call, out throws(CommandError) in
+        Command("compact") { call, out throws(CommandError) in
             guard call.count == 1 || call.count == 3 else { throw .arity(call.name) }
             let family = call.family
             let range = call.count == 3 ? (call[1], call[2]) : nil
@@ -65,11 +58,8 @@ enum ServerCommands {
             // Compaction rewrites the files holding the range: a write of it.
             argv.count == 3 ? [KeyRange(lower: argv[1], upper: argv[2] + [0], write: true)] : [.everything(write: true)]
         },
-        Command("config", arity: -2, group: "server", summary: "A container for server configuration commands.",
-                subcommands: ConfigCommands.all) { _, _ throws(CommandError) in },
-        Command("command", arity: -1, flags: [.loading, .stale], group: "server", since: "2.8.13",
-                summary: "Returns detailed information about all commands.",
-                subcommands: CommandCommands.all) { call, out throws(CommandError) in
+        Command("config", subcommands: ConfigCommands.all) { _, _ throws(CommandError) in },
+        Command("command", subcommands: CommandCommands.all) { call, out throws(CommandError) in
             let commands = call.engine.table.sorted
             out.arrayHeader(commands.count)
             for c in commands { CommandCommands.writeInfo(c, to: &out) }
@@ -80,8 +70,7 @@ enum ServerCommands {
 /// CONFIG GET / SET / REWRITE / RESETSTAT: https://redis.io/docs/latest/commands/config-get/
 enum ConfigCommands {
     static let all: [Command] = [
-        Command("config|get", arity: -3, flags: [.admin, .loading, .stale], group: "server", since: "2.0.0",
-                summary: "Returns the effective values of configuration parameters.", arguments: "parameter [parameter ...]") {
+        Command("config|get") {
             call, out throws(CommandError) in
             let config = call.engine.configuration
             var pairs: [(String, String)] = []
@@ -100,8 +89,7 @@ enum ConfigCommands {
                 out.bulk(value)
             }
         },
-        Command("config|set", arity: -4, flags: [.admin], group: "server", since: "2.0.0",
-                summary: "Sets configuration parameters in-flight.", arguments: "parameter value [parameter value ...]") {
+        Command("config|set") {
             call, out throws(CommandError) in
             guard call.count % 2 == 0 else { throw .arity(call.name) }
             var changes: [(ConfigOption, String)] = []
@@ -131,8 +119,7 @@ enum ConfigCommands {
             }
             out.simpleString("OK")
         },
-        Command("config|rewrite", arity: 2, flags: [.admin], group: "server", since: "2.8.0",
-                summary: "Persists the effective configuration to the config file.") { call, out throws(CommandError) in
+        Command("config|rewrite") { call, out throws(CommandError) in
             guard let path = call.engine.hooks?.configFilePath else {
                 throw CommandError("ERR", "The server is running without a config file")
             }
@@ -145,12 +132,11 @@ enum ConfigCommands {
             }
             out.simpleString("OK")
         },
-        Command("config|resetstat", arity: 2, flags: [.admin], group: "server", since: "2.0.0",
-                summary: "Resets the server's statistics.") { call, out throws(CommandError) in
+        Command("config|resetstat") { call, out throws(CommandError) in
             call.engine.stats.reset()
             out.simpleString("OK")
         },
-        DiagnosticCommands.helpCommand("CONFIG", group: "server", since: "5.0.0", [
+        DiagnosticCommands.helpCommand("CONFIG", [
             "GET <pattern>",
             "    Return parameters matching the glob-like <pattern> and their values.",
             "SET <directive> <value>",
@@ -167,18 +153,15 @@ enum ConfigCommands {
 /// COMMAND COUNT / INFO / DOCS / LIST / GETKEYS, answered from the command table.
 enum CommandCommands {
     static let all: [Command] = [
-        Command("command|count", arity: 2, flags: [.loading, .stale], group: "server", since: "2.8.13",
-                summary: "Returns a count of commands.") { call, out throws(CommandError) in
+        Command("command|count") { call, out throws(CommandError) in
             out.integer(call.engine.table.commands.count)
         },
-        Command("command|list", arity: -2, flags: [.loading, .stale], group: "server", since: "7.0.0",
-                summary: "Returns a list of command names.") { call, out throws(CommandError) in
+        Command("command|list") { call, out throws(CommandError) in
             let names = call.engine.table.sorted.map(\.name)
             out.arrayHeader(names.count)
             for n in names { out.bulk(n) }
         },
-        Command("command|info", arity: -2, flags: [.loading, .stale], group: "server", since: "2.8.13",
-                summary: "Returns information about one, multiple or all commands.", arguments: "[command-name [command-name ...]]") {
+        Command("command|info") {
             call, out throws(CommandError) in
             let table = call.engine.table
             let wanted: [Command?] = call.count == 2 ? table.sorted.map { $0 } : (2..<call.count).map { table.find(call.text($0)) }
@@ -187,8 +170,7 @@ enum CommandCommands {
                 if let c { writeInfo(c, to: &out) } else { out.nullArray() }
             }
         },
-        Command("command|docs", arity: -2, flags: [.loading, .stale], group: "server", since: "7.0.0",
-                summary: "Returns documentary information about one, multiple or all commands.", arguments: "[command-name [command-name ...]]") {
+        Command("command|docs") {
             call, out throws(CommandError) in
             let table = call.engine.table
             let wanted = call.count == 2 ? table.sorted : (2..<call.count).compactMap { table.find(call.text($0)) }
@@ -198,8 +180,7 @@ enum CommandCommands {
                 writeDocs(c, to: &out)
             }
         },
-        Command("command|getkeys", arity: -4, flags: [.loading, .stale], group: "server", since: "2.8.13",
-                summary: "Extracts the key names from an arbitrary command.", arguments: "command [arg [arg ...]]") {
+        Command("command|getkeys") {
             call, out throws(CommandError) in
             let argv = Array(call.argv.dropFirst(2))
             guard let c = call.engine.table.find(Bytes.text(argv[0])) else { throw CommandError("ERR", "Invalid command specified") }
@@ -215,7 +196,7 @@ enum CommandCommands {
             for k in keys { out.bulk(k) }
         },
         // Redis's text but for GETKEYSANDFLAGS, which Cairn does not have.
-        DiagnosticCommands.helpCommand("COMMAND", group: "server", since: "5.0.0", [
+        DiagnosticCommands.helpCommand("COMMAND", [
             "(no subcommand)",
             "    Return details about all Redis commands.",
             "COUNT",

@@ -1,50 +1,35 @@
 import RESP
 
-/// One entry of the command table: what `COMMAND` reports and what the dispatcher checks
-/// before calling the handler. The table is data; handlers live in `Commands/`, one file per family.
+/// One entry of the command table: a name from the command spec (`CommandSpec`, which gives its
+/// arity, flags, key positions and what `COMMAND` reports) bound to its handler and to the
+/// behaviour Swift gives it (grouping, key finders, work, counters). The handlers live with
+/// their data types (`Types/`) and services, one file per family.
 public struct Command: Sendable {
     /// The fields live in one shared box: a request's lookup copies its command out of the
     /// table, and one retain costs less than one per string, closure and dictionary (callgrind
-    /// counted 400-900 instructions a request in the copies). Copy-on-write: the setters below
-    /// run only while the table is built.
+    /// counted 400-900 instructions a request in the copies). The spec's facts sit in the box
+    /// itself, read at a fixed offset. Copy-on-write: the setters below run only while the
+    /// table is built.
     private final class Storage: @unchecked Sendable {  // written only through `unique()`
-        var name: String
-        var arity: Int
-        var flags: Flags
-        var firstKey: Int, lastKey: Int, keyStep: Int
-        var group: String, summary: String, since: String, arguments: String
+        let spec: CommandSpec
         var handler: Handler
         var subcommands: [String: Command]
         var index = 0
-        var aclCategories: ACLCategories = []
         var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? = nil
         var movableKeys: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
         var keyRanges: (@Sendable ([[UInt8]], Session) -> [KeyRange])? = nil
         var work: (@Sendable (Command, Call) throws(CommandError) -> UInt64)? = nil
         var delta: (@Sendable (Call) throws(CommandError) -> Int64)? = nil
 
-        init(
-            name: String, arity: Int, flags: Flags, keys: (Int, Int, Int), group: String, summary: String,
-            since: String, arguments: String, handler: @escaping Handler, subcommands: [String: Command]
-        ) {
-            self.name = name
-            self.arity = arity
-            self.flags = flags
-            (firstKey, lastKey, keyStep) = keys
-            self.group = group
-            self.summary = summary
-            self.since = since
-            self.arguments = arguments
+        init(spec: CommandSpec, handler: @escaping Handler, subcommands: [String: Command]) {
+            self.spec = spec
             self.handler = handler
             self.subcommands = subcommands
         }
 
         func copy() -> Storage {
-            let c = Storage(
-                name: name, arity: arity, flags: flags, keys: (firstKey, lastKey, keyStep), group: group, summary: summary,
-                since: since, arguments: arguments, handler: handler, subcommands: subcommands)
+            let c = Storage(spec: spec, handler: handler, subcommands: subcommands)
             c.index = index
-            c.aclCategories = aclCategories
             c.grouping = grouping
             c.movableKeys = movableKeys
             c.keyRanges = keyRanges
@@ -63,20 +48,22 @@ public struct Command: Sendable {
     }
 
     /// Lower-case name, e.g. `get`, or `client|setname` for a subcommand.
-    public var name: String { storage.name }
+    public var name: String { storage.spec.name }
     /// Redis arity: N means exactly N arguments including the name; -N means at least N.
-    public var arity: Int { storage.arity }
-    public var flags: Flags { storage.flags }
+    public var arity: Int { storage.spec.arity }
+    public var flags: Flags { storage.spec.flags }
     /// Key positions as Redis's legacy (first, last, step); 0 for commands without keys.
-    public var firstKey: Int { storage.firstKey }
-    public var lastKey: Int { storage.lastKey }
-    public var keyStep: Int { storage.keyStep }
-    /// The Redis command group (`string`, `generic`, `connection`, `server`, `cairn`...).
-    public var group: String { storage.group }
-    public var summary: String { storage.summary }
-    public var since: String { storage.since }
-    /// Syntax shown by `COMMAND DOCS` and cairn-cli's help, e.g. `key value [NX|XX]`.
-    public var arguments: String { storage.arguments }
+    public var firstKey: Int { storage.spec.firstKey }
+    public var lastKey: Int { storage.spec.lastKey }
+    public var keyStep: Int { storage.spec.keyStep }
+    /// Its facts from the command spec: what COMMAND INFO and DOCS report.
+    var spec: CommandSpec { storage.spec }
+    /// The Redis command group (`string`, `generic`, `sorted-set`, `server`, `cairn`...).
+    public var group: String { storage.spec.group }
+    public var summary: String { storage.spec.summary }
+    public var since: String { storage.spec.since }
+    /// Its arguments as one line of syntax, e.g. `key value [NX|XX]`, from the spec's arguments.
+    public var arguments: String { storage.spec.syntax }
     var handler: Handler { storage.handler }
     /// Subcommands (CLIENT, CONFIG, COMMAND...), dispatched on the second argument.
     public internal(set) var subcommands: [String: Command] {
@@ -88,11 +75,8 @@ public struct Command: Sendable {
         get { storage.index }
         set { unique().index = newValue }
     }
-    /// Its ACL categories (`ACLCategories.of`), set by `CommandTable`.
-    public internal(set) var aclCategories: ACLCategories {
-        get { storage.aclCategories }
-        set { unique().aclCategories = newValue }
-    }
+    /// Its ACL categories, from the spec.
+    public var aclCategories: ACLCategories { storage.spec.aclCategories }
     /// When a request of this command may run together with its neighbours (`grouped(_:)`),
     /// given its arguments and session; nil: always alone, through `Engine.execute`.
     var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? { storage.grouping }
@@ -254,15 +238,12 @@ public struct Command: Sendable {
         ]
     }
 
-    init(
-        _ name: String, arity: Int, flags: Flags = [], keys: (Int, Int, Int) = (0, 0, 0),
-        group: String, since: String = "1.0.0", summary: String, arguments: String = "",
-        subcommands: [Command] = [],
-        handler: @escaping Handler
-    ) {
+    /// The table's entry for `name` (`get`, `client|setname`), with its facts from the spec,
+    /// answered by `handler`; a container lists its `subcommands`. A name the spec lacks gets
+    /// an arity no request fits, and `CommandTable.unspecified` names it.
+    init(_ name: String, subcommands: [Command] = [], handler: @escaping Handler) {
         storage = Storage(
-            name: name, arity: arity, flags: flags, keys: keys, group: group, summary: summary, since: since,
-            arguments: arguments, handler: handler,
+            spec: CommandSpec.named[name] ?? .missing(name), handler: handler,
             subcommands: Dictionary(uniqueKeysWithValues: subcommands.map { ($0.name.split(separator: "|").last.map(String.init) ?? $0.name, $0) }))
     }
 
