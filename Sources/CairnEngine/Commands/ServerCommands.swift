@@ -59,11 +59,7 @@ enum ServerCommands {
             argv.count == 3 ? [KeyRange(lower: argv[1], upper: argv[2] + [0], write: true)] : [.everything(write: true)]
         },
         Command("config", subcommands: ConfigCommands.all) { _, _ throws(CommandError) in },
-        Command("command", subcommands: CommandCommands.all) { call, out throws(CommandError) in
-            let commands = call.engine.table.sorted
-            out.arrayHeader(commands.count)
-            for c in commands { CommandCommands.writeInfo(c, to: &out) }
-        },
+        Command("command", subcommands: CommandCommands.all, handler: CommandCommands.everything),
     ]
 }
 
@@ -148,109 +144,4 @@ enum ConfigCommands {
         ]),
     ]
 
-}
-
-/// COMMAND COUNT / INFO / DOCS / LIST / GETKEYS, answered from the command table.
-enum CommandCommands {
-    static let all: [Command] = [
-        Command("command|count") { call, out throws(CommandError) in
-            out.integer(call.engine.table.commands.count)
-        },
-        Command("command|list") { call, out throws(CommandError) in
-            let names = call.engine.table.sorted.map(\.name)
-            out.arrayHeader(names.count)
-            for n in names { out.bulk(n) }
-        },
-        Command("command|info") {
-            call, out throws(CommandError) in
-            let table = call.engine.table
-            let wanted: [Command?] = call.count == 2 ? table.sorted.map { $0 } : (2..<call.count).map { table.find(call.text($0)) }
-            out.arrayHeader(wanted.count)
-            for c in wanted {
-                if let c { writeInfo(c, to: &out) } else { out.nullArray() }
-            }
-        },
-        Command("command|docs") {
-            call, out throws(CommandError) in
-            let table = call.engine.table
-            let wanted = call.count == 2 ? table.sorted : (2..<call.count).compactMap { table.find(call.text($0)) }
-            out.mapHeader(wanted.count)
-            for c in wanted {
-                out.bulk(c.name)
-                writeDocs(c, to: &out)
-            }
-        },
-        Command("command|getkeys") {
-            call, out throws(CommandError) in
-            let argv = Array(call.argv.dropFirst(2))
-            guard let c = call.engine.table.find(Bytes.text(argv[0])) else { throw CommandError("ERR", "Invalid command specified") }
-            // Redis's checks in its order: keys at all, then the arity, then this request's keys
-            // (none: a malformed numkeys, or EVAL's 0).
-            guard c.firstKey > 0 || c.movableKeys != nil else { throw CommandError("ERR", "The command has no key arguments") }
-            guard c.accepts(argv.count) else { throw CommandError("ERR", "Invalid number of arguments specified for command") }
-            let keys = c.keys(in: argv)
-            guard !keys.isEmpty || c.flags.contains(.noMandatoryKeys) else {
-                throw CommandError("ERR", "Invalid arguments specified for command")
-            }
-            out.arrayHeader(keys.count)
-            for k in keys { out.bulk(k) }
-        },
-        // Redis's text but for GETKEYSANDFLAGS, which Cairn does not have.
-        DiagnosticCommands.helpCommand("COMMAND", [
-            "(no subcommand)",
-            "    Return details about all Redis commands.",
-            "COUNT",
-            "    Return the total number of commands in this Redis server.",
-            "LIST",
-            "    Return a list of all commands in this Redis server.",
-            "INFO [<command-name> ...]",
-            "    Return details about multiple Redis commands.",
-            "    If no command names are given, documentation details for all",
-            "    commands are returned.",
-            "DOCS [<command-name> ...]",
-            "    Return documentation details about multiple Redis commands.",
-            "    If no command names are given, documentation details for all",
-            "    commands are returned.",
-            "GETKEYS <full-command>",
-            "    Return the keys from a full Redis command.",
-        ]),
-    ]
-
-    /// One COMMAND INFO entry, the ten fields of Redis 7.
-    static func writeInfo(_ c: Command, to out: inout RESPWriter) {
-        out.arrayHeader(10)
-        out.bulk(c.name)
-        out.integer(c.arity)
-        let flags = c.flags.names
-        out.setHeader(flags.count)
-        for f in flags { out.simpleString(f) }
-        out.integer(c.firstKey)
-        out.integer(c.lastKey)
-        out.integer(c.keyStep)
-        out.setHeader(1)
-        out.simpleString("@" + c.group)
-        out.arrayHeader(0)
-        out.arrayHeader(0)
-        let subs = c.subcommands.values.sorted { $0.name < $1.name }
-        out.arrayHeader(subs.count)
-        for s in subs { writeInfo(s, to: &out) }
-    }
-
-    static func writeDocs(_ c: Command, to out: inout RESPWriter) {
-        let subs = c.subcommands.values.sorted { $0.name < $1.name }
-        out.mapHeader(subs.isEmpty ? 4 : 5)
-        out.bulk("summary"); out.bulk(c.summary)
-        out.bulk("since"); out.bulk(c.since)
-        out.bulk("group"); out.bulk(c.group)
-        // Cairn's own field: the argument syntax, for cairn-cli's help.
-        out.bulk("syntax"); out.bulk(c.arguments)
-        if !subs.isEmpty {
-            out.bulk("subcommands")
-            out.mapHeader(subs.count)
-            for s in subs {
-                out.bulk(s.name)
-                writeDocs(s, to: &out)
-            }
-        }
-    }
 }

@@ -2581,6 +2581,11 @@ extension CommandSpec {
                 summary: "Extracts the key names from an arbitrary command."
             ),
             CommandSpec(
+                "command|getkeysandflags", group: "server", since: "7.0.0", arity: -4,
+                flags: [.loading, .stale], acl: [.slow, .connection],
+                summary: "Extracts the key names and their access flags from an arbitrary command."
+            ),
+            CommandSpec(
                 "command|help", group: "server", since: "5.0.0", arity: 2,
                 flags: [.loading, .stale], acl: [.slow, .connection],
                 summary: "Returns helpful text about the different subcommands."
