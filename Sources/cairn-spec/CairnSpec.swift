@@ -2,12 +2,13 @@ import ArgumentParser
 import Foundation
 
 /// Generates Swift from the command spec (`spec/commands/*.json`): the command table's facts
-/// for CairnEngine (`CommandSpec.generated.swift`). `--check` writes nothing and exits 1 when a
+/// for CairnEngine (`CommandSpec.generated.swift`) and CairnClient's typed commands with their
+/// queued forms (`TypedCommands.generated.swift`). `--check` writes nothing and exits 1 when a
 /// generated file differs from what the spec gives (scripts/test runs it).
 @main
 struct CairnSpec: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "cairn-spec", abstract: "Generates CairnEngine's command facts from spec/commands/*.json.")
+        commandName: "cairn-spec", abstract: "Generates the command table's facts and the client's typed commands from spec/commands/*.json.")
 
     @Flag(help: "Write nothing; exit 1 when a generated file is out of date.")
     var check = false
@@ -24,6 +25,7 @@ struct CairnSpec: ParsableCommand {
         }
         let outputs: [(String, String)] = [
             ("Sources/CairnEngine/Requests/CommandSpec.generated.swift", EngineOutput.render(commands)),
+            ("Sources/CairnClient/TypedCommands.generated.swift", ClientOutput.render(commands)),
         ]
         var stale: [String] = []
         for (path, text) in outputs {

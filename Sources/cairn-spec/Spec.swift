@@ -19,11 +19,12 @@ struct Entry: Decodable {
     var arguments: [Argument]
     var cairnFlags: [String]
     var differs: String?
+    var client: [ClientMethod]
     var subcommands: [String: Entry]
 
     static let fields = [
         "summary", "since", "arity", "flags", "acl_categories", "key_specs", "get_keys", "tips", "history", "doc_flags",
-        "deprecated_since", "replaced_by", "arguments", "cairn_flags", "differs", "subcommands",
+        "deprecated_since", "replaced_by", "arguments", "cairn_flags", "differs", "client", "subcommands",
     ]
 
     init(from decoder: any Decoder) throws {
@@ -44,6 +45,7 @@ struct Entry: Decodable {
         arguments = try c.decodeIfPresent([Argument].self, forKey: "arguments") ?? []
         cairnFlags = try c.decodeIfPresent([String].self, forKey: "cairn_flags") ?? []
         differs = try c.decodeIfPresent(String.self, forKey: "differs")
+        client = try c.decodeIfPresent([ClientMethod].self, forKey: "client") ?? []
         subcommands = try c.decodeIfPresent([String: Entry].self, forKey: "subcommands") ?? [:]
     }
 }
@@ -120,6 +122,51 @@ struct Argument: Decodable {
         multiple = try c.decodeIfPresent(Bool.self, forKey: "multiple") ?? false
         multipleToken = try c.decodeIfPresent(Bool.self, forKey: "multiple_token") ?? false
         arguments = try c.decodeIfPresent([Argument].self, forKey: "arguments") ?? []
+    }
+}
+
+/// One typed method of CairnClient for the command: its plain form on ``KeyValueWriter``
+/// (sends the command, decodes the reply) and its queued form on ``CommandQueue``, generated
+/// together (`ClientOutput`) so that both take the same arguments.
+struct ClientMethod: Decodable {
+    var method: String
+    var generics: String?
+    /// The doc comment's lines, without `///`.
+    var doc: [String]
+    /// `@discardableResult` on the plain form.
+    var discardable: Bool
+    /// The parameter list, as Swift.
+    var parameters: String
+    /// The plain form's return type (none: Void).
+    var returns: String?
+    /// The arguments sent: a list whose upper-case words are the command's literal words,
+    /// whose `+ expression` items splice an array in, and whose other items are Swift
+    /// expressions; or one Swift expression of type `[any RESPArgument]`.
+    var send: Either
+    /// How the plain form turns `reply` (the `RESPValue`) into its result: one expression, or
+    /// statements ending in a `return`.
+    var reply: Either
+
+    enum Either: Decodable {
+        case one(String)
+        case list([String])
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let s = try? c.decode(String.self) { self = .one(s) } else { self = .list(try c.decode([String].self)) }
+        }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        try Key.refuseUnknown(in: c, known: ["method", "generics", "doc", "discardable", "parameters", "returns", "send", "reply"])
+        method = try c.decode(String.self, forKey: "method")
+        generics = try c.decodeIfPresent(String.self, forKey: "generics")
+        doc = try c.decodeIfPresent([String].self, forKey: "doc") ?? []
+        discardable = try c.decodeIfPresent(Bool.self, forKey: "discardable") ?? false
+        parameters = try c.decodeIfPresent(String.self, forKey: "parameters") ?? ""
+        returns = try c.decodeIfPresent(String.self, forKey: "returns")
+        send = try c.decode(Either.self, forKey: "send")
+        reply = try c.decode(Either.self, forKey: "reply")
     }
 }
 
@@ -230,6 +277,12 @@ enum Spec {
                 }
             }
             check(e.arguments, "")
+            for m in e.client {
+                if case .list(let items) = m.send, items.first.map({ $0.hasPrefix("+ ") }) ?? true {
+                    bad("client method \(m.method): send starts with the command's first word")
+                }
+                if m.doc.isEmpty { bad("client method \(m.method): a doc comment") }
+            }
         }
         let names = Set(commands.map(\.name))
         for c in commands { if let container = c.container, !names.contains(container) { out.append("\(c.name): no container") } }
