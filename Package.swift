@@ -136,6 +136,12 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Generates the command table's facts from the command spec (spec/commands/*.json;
+        // scripts/command-spec).
+        .executableTarget(
+            name: "cairn-spec", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strictSettings
+        ),
         // The embedded engine's put/get rates with the server's options, for scripts/bench.
         .executableTarget(
             name: "cairn-bench-rocks", dependencies: ["CairnEngine", "Rocks"], swiftSettings: strictSettings

@@ -1,7 +1,8 @@
 public import RESP
 
 /// One command's documentation as `COMMAND DOCS` reports it: Redis's summary, since and group
-/// fields plus Cairn's `syntax` (the arguments after the name).
+/// fields, and the arguments after the name as one line of syntax (from the reply's
+/// `arguments`, as redis-cli renders them, or a `syntax` field given as such).
 public struct CommandDoc: Sendable, Equatable {
     /// Upper-case name; a subcommand is written with a space (`CONFIG GET`).
     public var name: String
@@ -31,12 +32,47 @@ public struct CommandDoc: Sendable, Equatable {
                 case "since": doc.since = value.string ?? ""
                 case "group": doc.group = value.string ?? ""
                 case "syntax": doc.syntax = value.string ?? ""
+                case "arguments": doc.syntax = syntax(of: value)
                 case "subcommands": doc.subcommands = parse(value)
                 default: break
                 }
             }
             return doc
         }
+    }
+
+    /// `key value [NX|XX] [EX seconds|PX milliseconds]` from a COMMAND DOCS `arguments` array.
+    static func syntax(of arguments: RESPValue) -> String {
+        guard case .array(let list) = arguments else { return "" }
+        return list.map(argument).joined(separator: " ")
+    }
+
+    private static func argument(_ fields: RESPValue) -> String {
+        var name = "", type = "", token: String? = nil
+        var flags: [String] = []
+        var nested: [RESPValue] = []
+        for (key, value) in pairs(fields) {
+            switch key.string {
+            case "name": name = value.string ?? ""
+            case "type": type = value.string ?? ""
+            case "token": token = value.string
+            case "flags":
+                if case .array(let a) = value { flags = a.compactMap(\.string) } else if case .set(let a) = value { flags = a.compactMap(\.string) }
+            case "arguments":
+                if case .array(let a) = value { nested = a }
+            default: break
+            }
+        }
+        let inner = nested.map(argument).joined(separator: type == "oneof" ? "|" : " ")
+        let value = type == "pure-token" ? (token ?? name) : type == "oneof" || type == "block" ? inner : name
+        var text = value
+        if type != "pure-token", let token {
+            text = "\(token) \(value)"
+            if flags.contains("multiple") { text += flags.contains("multiple_token") ? " [\(token) \(value) ...]" : " [\(value) ...]" }
+        } else if flags.contains("multiple") {
+            text += " [\(value) ...]"
+        }
+        return flags.contains("optional") ? "[\(text)]" : text
     }
 
     private static func pairs(_ value: RESPValue) -> [(RESPValue, RESPValue)] {

@@ -43,53 +43,10 @@ public struct BackupEntry: Sendable, Hashable {
 // Backups (DESIGN.md §3, "backups"). BACKUP.* and CHECKPOINT are Cairn's; BGSAVE and LASTSAVE
 // answer as Redis users expect.
 extension KeyValueWriter {
-    /// `BACKUP.CREATE`: takes a backup (RocksDB BackupEngine) and returns its id.
-    public func backupCreate() async throws -> Int64 {
-        try await call("BACKUP.CREATE").expectInt()
-    }
-
-    /// `BACKUP.LIST`: the backups, oldest first as the server lists them.
-    public func backups() async throws -> [BackupEntry] {
-        try await call("BACKUP.LIST").expectArray().map { item throws(CairnClientError) in try BackupEntry(item) }
-    }
-
     /// `BACKUP.VERIFY id [QUICK]`: checks the backup's files are present with their recorded
     /// sizes and, unless `quick`, checksums.
     /// - Throws: `.server` when the backup is missing or damaged.
     public func backupVerify(_ id: Int64, quick: Bool = false) async throws {
         try await (quick ? call("BACKUP.VERIFY", id, "QUICK") : call("BACKUP.VERIFY", id)).expectOK()
-    }
-
-    /// `BACKUP.PURGE keep`: deletes all but the newest `keep` backups; returns how many went.
-    @discardableResult
-    public func backupPurge(keep: Int) async throws -> Int64 {
-        try await call("BACKUP.PURGE", keep).expectInt()
-    }
-
-    /// `BACKUP.RESTORE id`: restores the backup online (clients are paused meanwhile).
-    public func backupRestore(_ id: Int64) async throws {
-        try await call("BACKUP.RESTORE", id).expectOK()
-    }
-
-    /// `BACKUP.RESTORE LATEST`: restores the newest backup online.
-    public func backupRestoreLatest() async throws {
-        try await call("BACKUP.RESTORE", "LATEST").expectOK()
-    }
-
-    /// `BGSAVE`: starts a backup in the background; the server's status text.
-    @discardableResult
-    public func bgsave() async throws -> String {
-        try await call("BGSAVE").expectString()
-    }
-
-    /// `LASTSAVE`: Unix seconds of the last successful save (Cairn: backup, or the server start).
-    public func lastSave() async throws -> Int64 {
-        try await call("LASTSAVE").expectInt()
-    }
-
-    /// `CHECKPOINT dir`: an openable copy of the database in `directory` on the server's machine
-    /// (hard links where possible).
-    public func checkpoint(_ directory: String) async throws {
-        try await call("CHECKPOINT", directory).expectOK()
     }
 }

@@ -23,7 +23,7 @@ public protocol CommandSender: Sendable {
 /// ``Transaction``, ``ReplicaReader``): each says where its commands go, and `send` and
 /// `pipeline` are written once here for all of them. The typed commands are written once too,
 /// as extensions of ``KeyValueReader`` and ``KeyValueWriter``; a ``CommandQueue`` (a
-/// ``Transaction``) has each write command's queued form, generated from the catalogue.
+/// ``Transaction``) has each write command's queued form, generated with it from the command spec.
 public protocol RoutedSender: CommandSender {
     /// Where the handle's commands go; an implementation detail of the library.
     var _route: CommandRoute { get }
@@ -52,9 +52,21 @@ public protocol KeyValueReader: CommandSender {}
 
 /// Read and write commands: ``CairnClient``, ``ColumnFamily``, ``CairnConnection``.
 ///
-/// A write command's method here sends its arguments in one `send` or `call` expression, so
-/// scripts/queued-commands can give ``CommandQueue`` the same command, queued.
+/// The write commands that send one command are written once, in the `client` sections of the
+/// command spec (`spec/commands/*.json`), which generates each with its ``CommandQueue`` form
+/// (`TypedCommands.generated.swift`, by `scripts/command-spec`); the rest are written here by hand.
 public protocol KeyValueWriter: KeyValueReader {}
+
+/// Where commands are collected to be sent later, together: a ``Transaction`` (one MULTI/EXEC).
+///
+/// Every typed write command of ``KeyValueWriter`` generated from the command spec is available
+/// on a queue under the same name and parameters; it queues the command instead of sending it,
+/// and its reply is among the replies the queue returns when it runs
+/// (``CairnClient/transaction(watching:attempts:_:)``).
+public protocol CommandQueue {
+    /// Queues any command.
+    func queue(_ argv: [any RESPArgument])
+}
 
 extension CommandSender {
     /// `send` with variadic arguments, for the typed methods.

@@ -50,11 +50,6 @@ extension CairnConnection {
 }
 
 extension KeyValueWriter {
-    /// `COMMAND COUNT`: how many commands the server knows.
-    public func commandCount() async throws -> Int {
-        Int(try await call("COMMAND", "COUNT").expectInt())
-    }
-
     /// `SHUTDOWN [NOSAVE]`: stops the server. Success is the server closing the connection, so
     /// a connection error after sending it is not thrown.
     public func shutdown(noSave: Bool = false) async throws {

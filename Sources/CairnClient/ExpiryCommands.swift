@@ -38,34 +38,3 @@ extension KeyValueReader {
     }
 }
 
-extension KeyValueWriter {
-    /// `EXPIRE key seconds [NX|XX|GT|LT]`: true when the expiry was set.
-    @discardableResult
-    public func expire(_ key: some RESPArgument, seconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
-        try await send(["EXPIRE", key, seconds] + condition.arguments).expectBool()
-    }
-
-    /// `PEXPIRE key milliseconds [NX|XX|GT|LT]`.
-    @discardableResult
-    public func pExpire(_ key: some RESPArgument, milliseconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
-        try await send(["PEXPIRE", key, milliseconds] + condition.arguments).expectBool()
-    }
-
-    /// `EXPIREAT key unix-seconds [NX|XX|GT|LT]`.
-    @discardableResult
-    public func expireAt(_ key: some RESPArgument, unixSeconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
-        try await send(["EXPIREAT", key, unixSeconds] + condition.arguments).expectBool()
-    }
-
-    /// `PEXPIREAT key unix-milliseconds [NX|XX|GT|LT]`.
-    @discardableResult
-    public func pExpireAt(_ key: some RESPArgument, unixMilliseconds: Int, _ condition: ExpireCondition? = nil) async throws -> Bool {
-        try await send(["PEXPIREAT", key, unixMilliseconds] + condition.arguments).expectBool()
-    }
-
-    /// `PERSIST key`: true when an expiry was removed.
-    @discardableResult
-    public func persist(_ key: some RESPArgument) async throws -> Bool {
-        try await call("PERSIST", key).expectBool()
-    }
-}

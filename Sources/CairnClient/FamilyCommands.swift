@@ -98,12 +98,3 @@ extension ColumnFamilyInfo {
     }
 }
 
-extension KeyValueWriter {
-    /// `MERGE key operand`: folds `operand` into the key through the family's merge operator,
-    /// without reading it (atomic, no lost updates under concurrency).
-    /// - Throws: `.server` when the current family has no merge operator, or (with `add`) the
-    ///   operand is not an integer.
-    public func merge(_ key: some RESPArgument, _ operand: some RESPArgument) async throws {
-        try await call("MERGE", key, operand).expectOK()
-    }
-}

@@ -62,13 +62,6 @@ extension KeyValueReader {
     }
 }
 
-extension KeyValueWriter {
-    /// `DELRANGE low high`: deletes every key between the bounds with one range tombstone.
-    public func deleteRange(_ low: RangeBound, _ high: RangeBound) async throws {
-        try await call("DELRANGE", low.argument(low: true), high.argument(low: false)).expectOK()
-    }
-}
-
 /// A key range read page by page with `RANGE` as it is iterated. See ``KeyValueReader/entries(from:to:reverse:pageSize:)``.
 public struct RangeSequence: AsyncSequence, Sendable {
     public typealias Element = KeyValue

@@ -189,51 +189,8 @@ extension KeyValueReader {
     }
 }
 
-extension KeyValueWriter {
-    /// `ZADD key [NX|XX] [GT|LT] [CH] score member...`: members added (or changed, with `CH`).
-    @discardableResult
-    public func zadd(_ key: some RESPArgument, _ members: [(score: Double, member: any RESPArgument)], options: ZAddOptions = ZAddOptions()) async throws -> Int {
-        Int(try await send(["ZADD", key] + options.arguments + members.flatMap { [$0.score, $0.member] as [any RESPArgument] }).expectInt())
-    }
-
-    /// `ZINCRBY key increment member`: the new score.
-    @discardableResult
-    public func zincrby(_ key: some RESPArgument, _ increment: Double, _ member: some RESPArgument) async throws -> Double {
-        try await call("ZINCRBY", key, increment, member).expectDouble()
-    }
-
-    /// `ZREM key member...`: how many members were removed.
-    @discardableResult
-    public func zrem(_ key: some RESPArgument, _ members: [any RESPArgument]) async throws -> Int {
-        Int(try await send(["ZREM", key] + members).expectInt())
-    }
-
-    /// `ZPOPMIN key count` (or `ZPOPMAX` when `max`): up to `count` members, removed.
-    public func zpop(_ key: some RESPArgument, count: Int = 1, max: Bool = false) async throws -> [ScoredMember] {
-        try await call(max ? "ZPOPMAX" : "ZPOPMIN", key, count).expectScoredMembers()
-    }
-
-    /// `ZREMRANGEBYRANK`, `ZREMRANGEBYSCORE` or `ZREMRANGEBYLEX`, by the range's kind: how many were removed.
-    @discardableResult
-    public func zremRange(_ key: some RESPArgument, _ range: ZRange) async throws -> Int {
-        Int(try await send(range.removeArguments(key)).expectInt())
-    }
-
-    /// `ZUNIONSTORE destination numkeys key... [WEIGHTS w...] [AGGREGATE ...]`: the stored set's size.
-    @discardableResult
-    public func zunionstore(_ destination: some RESPArgument, _ keys: [any RESPArgument], weights: [Double]? = nil, aggregate: String? = nil) async throws -> Int {
-        Int(try await send(combineArguments("ZUNIONSTORE", destination, keys, weights, aggregate)).expectInt())
-    }
-
-    /// `ZINTERSTORE destination numkeys key... [WEIGHTS w...] [AGGREGATE ...]`: the stored set's size.
-    @discardableResult
-    public func zinterstore(_ destination: some RESPArgument, _ keys: [any RESPArgument], weights: [Double]? = nil, aggregate: String? = nil) async throws -> Int {
-        Int(try await send(combineArguments("ZINTERSTORE", destination, keys, weights, aggregate)).expectInt())
-    }
-}
-
 /// `ZUNION`/`ZINTER`/`ZUNIONSTORE`/`ZINTERSTORE`'s arguments: a free function, so the queued
-/// forms of the catalogue (QueuedCommands.swift) can use it as well.
+/// forms (TypedCommands.generated.swift) can use it as well.
 func combineArguments(_ name: String, _ destination: (any RESPArgument)?, _ keys: [any RESPArgument], _ weights: [Double]?, _ aggregate: String?) -> [any RESPArgument] {
     var argv: [any RESPArgument] = [name]
     if let destination { argv.append(destination) }

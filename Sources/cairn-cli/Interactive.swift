@@ -43,7 +43,8 @@ struct Interactive {
         if connected, let reply = try? await session.send([[Array("COMMAND".utf8), Array("LIST".utf8)]])[0],
             case .array(let items) = reply
         {
-            commands = items.compactMap { $0.bytes.map { String(decoding: $0, as: UTF8.self) } }
+            // Subcommands come as `config|get`: only the commands themselves complete.
+            commands = items.compactMap { $0.bytes.map { String(decoding: $0, as: UTF8.self) } }.filter { !$0.contains("|") }
         }
         Completion.install(commands: commands)
         var docs: [CommandDoc]? = nil

@@ -53,6 +53,29 @@ import Testing
         #expect(RangeBoundText.parse("user:").inclusive && RangeBoundText.parse("user:").key == Array("user:".utf8))
     }
 
+    /// COMMAND DOCS as Redis 7 and Cairn give it (RESP3): the syntax comes from `arguments`.
+    @Test func syntaxFromCommandDocsArguments() {
+        func b(_ s: String) -> RESPValue { .bulkString(Array(s.utf8)) }
+        func arg(_ fields: [(String, RESPValue)]) -> RESPValue { .map(fields.map { (key: b($0.0), value: $0.1) }) }
+        let optional = RESPValue.set([.simpleString("optional")])
+        let reply: RESPValue = .map([(key: b("set"), value: .map([
+            (key: b("summary"), value: b("Sets a key.")), (key: b("since"), value: b("1.0.0")), (key: b("group"), value: b("string")),
+            (key: b("arguments"), value: .array([
+                arg([("name", b("key")), ("type", b("key")), ("key_spec_index", .integer(0))]),
+                arg([("name", b("value")), ("type", b("string"))]),
+                arg([("name", b("condition")), ("type", b("oneof")), ("flags", optional), ("arguments", .array([
+                    arg([("name", b("nx")), ("type", b("pure-token")), ("token", b("NX"))]),
+                    arg([("name", b("xx")), ("type", b("pure-token")), ("token", b("XX"))]),
+                ]))]),
+                arg([("name", b("seconds")), ("type", b("integer")), ("token", b("EX")), ("flags", optional)]),
+                arg([("name", b("field")), ("type", b("string")), ("flags", .set([.simpleString("multiple")]))]),
+            ])),
+        ]))])
+        let docs = CommandDoc.parse(reply)
+        #expect(docs.first?.syntax == "key value [NX|XX] [EX seconds] field [field ...]")
+        #expect(CommandHelp.text(for: ["set"], in: docs)?.hasPrefix("\n  SET key value [NX|XX]") == true)
+    }
+
     /// COMMAND DOCS in RESP2: a flat array of name, [field, value, ...].
     @Test func helpFromCommandDocs() {
         func b(_ s: String) -> RESPValue { .bulkString(Array(s.utf8)) }

@@ -79,3 +79,24 @@ func runCheckScript(_ name: String) throws -> (status: Int32, message: String) {
     check.waitUntilExit()
     return (check.terminationStatus, String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
 }
+
+/// Runs `cairn-spec --check` (the generator of TypedCommands.generated.swift, built with the
+/// tests next to their executable); its exit status and what it printed, which says what is out
+/// of date. It is run directly: `scripts/command-spec` would start a build inside this one.
+func runSpecCheck() throws -> (status: Int32, message: String) {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let tool = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("cairn-spec")
+    guard FileManager.default.isExecutableFile(atPath: tool.path) else {
+        return (-1, "\(tool.path) is not built: swift build --build-tests builds it")
+    }
+    let check = Process()
+    check.executableURL = tool
+    check.arguments = ["--check", "--root", root.path]
+    let output = Pipe()
+    check.standardError = output
+    check.standardOutput = output
+    try check.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    check.waitUntilExit()
+    return (check.terminationStatus, text)
+}

@@ -7,7 +7,7 @@ import RESP
 import ServiceLifecycle
 
 enum DocExamples {
-    // README.md:102
+    // README.md:103
     static func example1(client: CairnClient, server: some Service, logger: Logger) async throws {
         let client = CairnClient(host: "127.0.0.1", port: 7379)       // password:, username: optional
         defer { client.close() }
@@ -24,7 +24,7 @@ enum DocExamples {
         _ = (text, pair, raw)  // shown by the example, not used by it
     }
 
-    // README.md:143
+    // README.md:144
     static func example2(client: CairnClient, server: some Service, logger: Logger) async throws {
         let (_, value, visits) = try await client.pipeline(SET("k", "v"), GET("k"), INCR("visits"))
         _ = (value, visits)  // shown by the example, not used by it

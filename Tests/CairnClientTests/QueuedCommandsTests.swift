@@ -2,11 +2,12 @@ import CairnClient
 import RESP
 import Testing
 
-/// The queued form of the catalogue (QueuedCommands.swift, written by scripts/queued-commands):
-/// a transaction takes every typed write command, and what it queues is what the client sends.
+/// The queued form of the catalogue (TypedCommands.generated.swift, written with the plain forms
+/// from the command spec by scripts/command-spec): a transaction takes every typed write
+/// command, and what it queues is what the client sends.
 @Suite struct QueuedCommandsTests {
     @Test func theQueuedFormsAreTheCataloguesCurrentOnes() throws {
-        let (status, message) = try runCheckScript("queued-commands")
+        let (status, message) = try runSpecCheck()
         #expect(status == 0, "\(message)")
     }
 

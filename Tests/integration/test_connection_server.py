@@ -112,8 +112,9 @@ def test_config_and_command_help(r):
                       b"RESETSTAT", b"    Reset statistics reported by the INFO command.",
                       b"REWRITE", b"    Rewrite the configuration file.",
                       b"HELP", b"    Prints this help."]
-    # Redis's 21 lines less GETKEYSANDFLAGS, which Cairn does not have.
-    assert len(command) == 19 and command[0].startswith(b"COMMAND <subcommand>")
+    # Redis's 21 lines, GETKEYSANDFLAGS included.
+    assert len(command) == 21 and command[0].startswith(b"COMMAND <subcommand>")
+    assert b"GETKEYSANDFLAGS <full-command>" in command
     assert b"GETKEYS <full-command>" in command and command[-2:] == [b"HELP", b"    Prints this help."]
     with pytest.raises(redis.ResponseError, match=r"^wrong number of arguments for 'config\|help' command$"):
         r.execute_command("CONFIG", "HELP", "x")

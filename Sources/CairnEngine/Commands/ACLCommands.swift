@@ -9,29 +9,24 @@ import RESP
 /// never printed, only their SHA-256 digests (`#<hex>`), as Redis does.
 enum ACLCommands {
     static let all: [Command] = [
-        Command("acl", arity: -2, group: "server", since: "6.0.0", summary: "A container for Access List Control commands.",
-                subcommands: subcommands) { _, _ throws(CommandError) in },
+        Command("acl", subcommands: subcommands) { _, _ throws(CommandError) in },
     ]
 
     static let subcommands: [Command] = [
-        Command("acl|whoami", arity: 2, flags: [.fast], group: "server", since: "6.0.0",
-                summary: "Returns the authenticated username of the current connection.") { call, out throws(CommandError) in
+        Command("acl|whoami") { call, out throws(CommandError) in
             out.bulk(call.session.user)
         },
-        Command("acl|users", arity: 2, flags: [.admin], group: "server", since: "6.0.0",
-                summary: "Lists all ACL users.") { call, out throws(CommandError) in
+        Command("acl|users") { call, out throws(CommandError) in
             let users = call.engine.guardrails.accessControl.sorted
             out.arrayHeader(users.count)
             for u in users { out.bulk(u.name) }
         },
-        Command("acl|list", arity: 2, flags: [.admin], group: "server", since: "6.0.0",
-                summary: "Dumps the effective rules in ACL file format (passwords as SHA-256 digests).") { call, out throws(CommandError) in
+        Command("acl|list") { call, out throws(CommandError) in
             let users = call.engine.guardrails.accessControl.sorted
             out.arrayHeader(users.count)
             for u in users { out.bulk(u.rule) }
         },
-        Command("acl|cat", arity: -2, group: "server", since: "6.0.0",
-                summary: "Lists the ACL categories, or the commands inside a category.", arguments: "[category]") {
+        Command("acl|cat") {
             call, out throws(CommandError) in
             guard call.count <= 3 else { throw .arity(call.name) }
             guard call.count == 3 else {
@@ -46,14 +41,10 @@ enum ACLCommands {
             out.arrayHeader(names.count)
             for n in names { out.bulk(n) }
         },
-        Command("acl|setuser", arity: -3, flags: [.admin], group: "server", since: "6.0.0",
-                summary: "Creates and modifies an ACL user and its rules.", arguments: "username [rule ...]", handler: setUser),
-        Command("acl|deluser", arity: -3, flags: [.admin], group: "server", since: "6.0.0",
-                summary: "Deletes ACL users, and terminates their connections.", arguments: "username [username ...]", handler: delUser),
-        Command("acl|getuser", arity: 3, flags: [.admin], group: "server", since: "6.0.0",
-                summary: "Lists the ACL rules of a user.", arguments: "username", handler: getUser),
-        Command("acl|genpass", arity: -2, group: "server", since: "6.0.0",
-                summary: "Generates a pseudorandom, secure password that can be used to identify ACL users.", arguments: "[bits]") {
+        Command("acl|setuser", handler: setUser),
+        Command("acl|deluser", handler: delUser),
+        Command("acl|getuser", handler: getUser),
+        Command("acl|genpass") {
             call, out throws(CommandError) in
             guard call.count <= 3 else { throw .arity(call.name) }
             var bits = 256
@@ -67,8 +58,7 @@ enum ACLCommands {
             let digits = Array("0123456789abcdef")
             out.bulk(String((0..<(bits + 3) / 4).map { _ in digits[Int(rng.next() & 15)] }))
         },
-        Command("acl|log", arity: -2, flags: [.admin], group: "server", since: "6.0.0",
-                summary: "Lists recent security events generated due to commands rejected by ACL rules.", arguments: "[count | RESET]") {
+        Command("acl|log") {
             call, out throws(CommandError) in
             guard call.count <= 3 else { throw .arity(call.name) }
             let log = call.engine.guardrails.log
@@ -81,14 +71,12 @@ enum ACLCommands {
             let count = try call.count == 3 ? Int(clamping: max(call.integer(2), 0)) : 10
             log.write(count: count, to: &out)
         },
-        Command("acl|save", arity: 2, flags: [.admin], group: "server", since: "6.0.0",
-                summary: "Saves the effective ACL rules in the configured ACL file.") { call, out throws(CommandError) in
+        Command("acl|save") { call, out throws(CommandError) in
             let path = try aclfile(call)
             try ACLFile.save(call.engine.guardrails.accessControl.sorted, to: path)
             out.simpleString("OK")
         },
-        Command("acl|load", arity: 2, flags: [.admin], group: "server", since: "6.0.0",
-                summary: "Reloads the rules from the configured ACL file.") { call, out throws(CommandError) in
+        Command("acl|load") { call, out throws(CommandError) in
             let path = try aclfile(call)
             let users = try ACLFile.load(path)
             // As at start: a file without a default user gets the built-in one, and
@@ -102,10 +90,8 @@ enum ACLCommands {
             disconnect(removed, call)
             out.simpleString("OK")
         },
-        Command("acl|dryrun", arity: -4, flags: [.admin], group: "server", since: "7.0.0",
-                summary: "Simulates the execution of a command by a user, without executing the command.",
-                arguments: "username command [arg ...]", handler: dryRun),
-        DiagnosticCommands.helpCommand("ACL", group: "server", since: "6.0.0", [
+        Command("acl|dryrun", handler: dryRun),
+        DiagnosticCommands.helpCommand("ACL", [
             "CAT [<category>]",
             "    List all commands that belong to <category>, or all command categories",
             "    when no category is specified.",

@@ -20,15 +20,13 @@ import Rocks
 /// clients are served meanwhile; the issuing client's next request waits for the reply.
 enum BackupCommands {
     static let all: [Command] = [
-        Command("backup.create", arity: 1, flags: [.admin, .noTransaction], group: "cairn",
-                summary: "Flushes and backs up the database (incrementally); returns the backup id.") { call, out throws(CommandError) in
+        Command("backup.create") { call, out throws(CommandError) in
             let engine = call.engine
             call.deferReply(&out) { (w: inout RESPWriter) throws(CommandError) in
                 w.integer(Int64(try engine.backups.create(engine).id))
             }
         }.reachingEverything(write: false),
-        Command("backup.list", arity: 1, flags: [.admin], group: "cairn",
-                summary: "Lists the backups, oldest first: id, time, size, files.") { call, out throws(CommandError) in
+        Command("backup.list") { call, out throws(CommandError) in
             let engine = call.engine
             call.deferReply(&out) { (w: inout RESPWriter) throws(CommandError) in
                 let all = try engine.backups.list(engine)
@@ -42,9 +40,7 @@ enum BackupCommands {
                 }
             }
         },
-        Command("backup.verify", arity: -2, flags: [.admin, .noTransaction], group: "cairn",
-                summary: "Checks a backup's files: present, of the recorded size and (unless QUICK) checksum.",
-                arguments: "id [QUICK]") { call, out throws(CommandError) in
+        Command("backup.verify") { call, out throws(CommandError) in
             let id = try backupID(call, 1)
             guard call.count == 2 || (call.count == 3 && call[2].isKeyword("QUICK")) else { throw .syntax }
             let quick = call.count == 3
@@ -54,9 +50,7 @@ enum BackupCommands {
                 w.simpleString("OK")
             }
         },
-        Command("backup.purge", arity: 2, flags: [.admin, .noTransaction], group: "cairn",
-                summary: "Deletes all but the newest keep backups; returns how many were deleted.",
-                arguments: "keep") { call, out throws(CommandError) in
+        Command("backup.purge") { call, out throws(CommandError) in
             let keep = try call.integer(1)
             guard keep >= 0 && keep <= Int64(UInt32.max) else { throw CommandError("ERR", "keep must be 0 or more") }
             let engine = call.engine
@@ -64,9 +58,7 @@ enum BackupCommands {
                 w.integer(Int64(try engine.backups.purge(engine, keeping: Int(keep))))
             }
         },
-        Command("backup.restore", arity: 2, flags: [.admin, .write, .noTransaction], group: "cairn",
-                summary: "Restores a backup online: clients wait while the database is closed, restored and reopened.",
-                arguments: "id|LATEST") { call, out throws(CommandError) in
+        Command("backup.restore") { call, out throws(CommandError) in
             guard call.session.transaction == nil else {
                 throw CommandError("ERR", "BACKUP.RESTORE cannot run inside MULTI")
             }
@@ -78,8 +70,7 @@ enum BackupCommands {
                 w.simpleString("OK")
             }
         }.reachingEverything(write: true),
-        Command("bgsave", arity: -1, flags: [.admin], group: "server",
-                summary: "Takes a backup in the background.", arguments: "[SCHEDULE]") { call, out throws(CommandError) in
+        Command("bgsave") { call, out throws(CommandError) in
             guard call.count == 1 || (call.count == 2 && call[1].isKeyword("SCHEDULE")) else { throw .syntax }
             let engine = call.engine
             if engine.backups.startBackground(engine, reason: "BGSAVE") {
@@ -91,9 +82,7 @@ enum BackupCommands {
                 throw CommandError("ERR", "Background save already in progress")
             }
         }.reachingEverything(write: false),
-        Command("checkpoint", arity: 2, flags: [.admin, .noTransaction], group: "cairn",
-                summary: "Writes an openable copy of the database to a new directory (table files hard-linked).",
-                arguments: "dir") { call, out throws(CommandError) in
+        Command("checkpoint") { call, out throws(CommandError) in
             let directory = call.text(1)
             guard !directory.isEmpty else { throw CommandError("ERR", "CHECKPOINT needs a directory") }
             let engine = call.engine

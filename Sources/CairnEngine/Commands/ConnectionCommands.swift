@@ -3,8 +3,7 @@ import RESP
 /// The connection family: https://redis.io/docs/latest/commands/?group=connection
 enum ConnectionCommands {
     static let all: [Command] = [
-        Command("ping", arity: -1, flags: [.fast], group: "connection",
-                summary: "Returns the server's liveliness response.", arguments: "[message]") { call, out throws(CommandError) in
+        Command("ping") { call, out throws(CommandError) in
             if call.count > 2 { throw .arity(call.name) }
             if call.session.subscriptionCount > 0 && out.version == .v2 {
                 // Subscribed (RESP2): a push-shaped reply, as Redis answers.
@@ -13,17 +12,14 @@ enum ConnectionCommands {
                 out.bulk(call.count == 2 ? call[1] : [])
             } else if call.count == 2 { out.bulk(call[1]) } else { out.simpleString("PONG") }
         },
-        Command("echo", arity: 2, flags: [.fast], group: "connection",
-                summary: "Returns the given string.", arguments: "message") { call, out throws(CommandError) in
+        Command("echo") { call, out throws(CommandError) in
             out.bulk(call[1])
         },
-        Command("quit", arity: -1, flags: [.noAuth, .noMulti, .fast], group: "connection",
-                summary: "Closes the connection.") { call, out throws(CommandError) in
+        Command("quit") { call, out throws(CommandError) in
             call.session.outcome.closeAfterReply = true
             out.simpleString("OK")
         },
-        Command("reset", arity: 1, flags: [.noAuth, .noMulti, .fast], group: "connection", since: "6.2.0",
-                summary: "Resets the connection.") { call, out throws(CommandError) in
+        Command("reset") { call, out throws(CommandError) in
             let s = call.session
             call.engine.unsubscribeAll(s)
             s.queued = nil
@@ -36,24 +32,18 @@ enum ConnectionCommands {
             out.version = .v2
             out.simpleString("RESET")
         },
-        Command("auth", arity: -2, flags: [.noAuth, .fast], group: "connection",
-                summary: "Authenticates the connection.", arguments: "[username] password") { call, out throws(CommandError) in
+        Command("auth") { call, out throws(CommandError) in
             guard call.count <= 3 else { throw .syntax }
             let user = call.count == 3 ? call.text(1) : "default"
             try authenticate(call, user: user, password: call[call.count - 1], bare: call.count == 2)
             out.simpleString("OK")
         },
-        Command("hello", arity: -1, flags: [.noAuth, .fast], group: "connection", since: "6.0.0",
-                summary: "Handshakes with the Redis server.",
-                arguments: "[protover [AUTH username password] [SETNAME clientname]]", handler: hello),
-        Command("select", arity: 2, flags: [.fast], group: "connection",
-                summary: "Changes the selected database (Cairn has database 0; column families take the role of databases).",
-                arguments: "index") { call, out throws(CommandError) in
+        Command("hello", handler: hello),
+        Command("select") { call, out throws(CommandError) in
             guard try call.int32(1) == 0 else { throw CommandError("ERR", "DB index is out of range") }
             out.simpleString("OK")
         },
-        Command("client", arity: -2, group: "connection", summary: "A container for client connection commands.",
-                subcommands: ClientCommands.all + [BlockingListCommands.clientUnblock]) { _, _ throws(CommandError) in },
+        Command("client", subcommands: ClientCommands.all + [BlockingListCommands.clientUnblock]) { _, _ throws(CommandError) in },
     ]
 
     /// Checks a user's password (SHA-256 digests compared in constant time, see `AccessControl`)
@@ -135,24 +125,19 @@ enum ConnectionCommands {
 /// CLIENT subcommands: https://redis.io/docs/latest/commands/client/
 enum ClientCommands {
     static let all: [Command] = [
-        Command("client|id", arity: 2, flags: [.fast], group: "connection", since: "5.0.0",
-                summary: "Returns the unique client ID of the connection.") { call, out throws(CommandError) in
+        Command("client|id") { call, out throws(CommandError) in
             out.integer(call.session.id)
         },
-        Command("client|setname", arity: 3, flags: [.fast], group: "connection", since: "2.6.9",
-                summary: "Sets the connection name.", arguments: "connection-name") { call, out throws(CommandError) in
+        Command("client|setname") { call, out throws(CommandError) in
             try checkName(call[2])
             call.session.record.state.withLock { $0.name = call.text(2) }
             out.simpleString("OK")
         },
-        Command("client|getname", arity: 2, flags: [.fast], group: "connection", since: "2.6.9",
-                summary: "Returns the name of the connection.") { call, out throws(CommandError) in
+        Command("client|getname") { call, out throws(CommandError) in
             let name = call.session.record.name
             if name.isEmpty { out.null() } else { out.bulk(name) }
         },
-        Command("client|setinfo", arity: 4, flags: [.fast], group: "connection", since: "7.2.0",
-                summary: "Sets information specific to the client or connection.",
-                arguments: "LIB-NAME libname|LIB-VER libver") { call, out throws(CommandError) in
+        Command("client|setinfo") { call, out throws(CommandError) in
             let value = call.text(3)
             if value.contains(where: { $0 == " " || $0 == "\n" }) {
                 throw CommandError("ERR", "\(call.text(2)) cannot contain spaces, newlines or special characters.")
@@ -166,8 +151,7 @@ enum ClientCommands {
             }
             out.simpleString("OK")
         },
-        Command("client|list", arity: -2, flags: [.admin], group: "connection", since: "2.4.0",
-                summary: "Lists open connections.", arguments: "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]") {
+        Command("client|list") {
             call, out throws(CommandError) in
             var ids: Set<Int64>? = nil
             var i = 2
@@ -187,31 +171,23 @@ enum ClientCommands {
             let lines = call.engine.clients.all.filter { ids?.contains($0.id) ?? true }.map { $0.line(now: now) + "\n" }
             out.verbatim(Array(lines.joined().utf8))
         },
-        Command("client|info", arity: 2, group: "connection", since: "6.2.0",
-                summary: "Returns information about the connection.") { call, out throws(CommandError) in
+        Command("client|info") { call, out throws(CommandError) in
             out.verbatim(Array((call.session.record.line(now: Clock.milliseconds()) + "\n").utf8))
         },
-        Command("client|kill", arity: -3, flags: [.admin], group: "connection", since: "2.4.0",
-                summary: "Terminates open connections.",
-                arguments: "ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no]", handler: kill),
-        Command("client|no-evict", arity: 3, flags: [.admin], group: "connection", since: "7.0.0",
-                summary: "Accepted for compatibility; Cairn evicts nothing.", arguments: "ON|OFF") { call, out throws(CommandError) in
+        Command("client|kill", handler: kill),
+        Command("client|no-evict") { call, out throws(CommandError) in
             guard call[2].isKeyword("ON") || call[2].isKeyword("OFF") else { throw .syntax }
             out.simpleString("OK")
         },
-        Command("client|no-touch", arity: 3, group: "connection", since: "7.2.0",
-                summary: "Accepted for compatibility: Cairn keeps no access times for a read to touch.", arguments: "ON|OFF") {
+        Command("client|no-touch") {
             call, out throws(CommandError) in
             guard call[2].isKeyword("ON") || call[2].isKeyword("OFF") else { throw .syntax }
             out.simpleString("OK")
         },
-        Command("client|capa", arity: -3, flags: [.loading, .stale], group: "connection", since: "7.4.0",
-                summary: "Declares what the client can handle; Cairn knows `redirect` and never needs to send it (its replicas answer -READONLY).",
-                arguments: "capability [capability ...]") { _, out throws(CommandError) in
+        Command("client|capa") { _, out throws(CommandError) in
             out.simpleString("OK")
         },
-        Command("client|pause", arity: -3, flags: [.admin], group: "connection", since: "3.0.0",
-                summary: "Suspends commands of every client (writes only, with WRITE) for a time.", arguments: "timeout [WRITE|ALL]") {
+        Command("client|pause") {
             call, out throws(CommandError) in
             guard call.count <= 4 else {
                 throw CommandError("ERR", "unknown subcommand or wrong number of arguments for '\(call.text(1))'. Try CLIENT HELP.")
@@ -230,8 +206,7 @@ enum ClientCommands {
             call.engine.pause.pause(until: end, all: all)
             out.simpleString("OK")
         },
-        Command("client|unpause", arity: 2, flags: [.admin], group: "connection", since: "6.2.0",
-                summary: "Resumes commands of clients paused by CLIENT PAUSE.") { call, out throws(CommandError) in
+        Command("client|unpause") { call, out throws(CommandError) in
             call.engine.pause.unpause()
             out.simpleString("OK")
         },

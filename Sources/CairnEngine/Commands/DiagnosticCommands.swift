@@ -8,12 +8,9 @@ import RESP
 /// read, grouped write, EXEC, the long queue) reports to once a request ran.
 enum DiagnosticCommands {
     static let all: [Command] = [
-        Command("slowlog", arity: -2, group: "server", since: "2.2.12",
-                summary: "A container for slow log commands.", subcommands: slowlog) { _, _ throws(CommandError) in },
-        Command("latency", arity: -2, group: "server", since: "2.8.13",
-                summary: "A container for latency diagnostics commands.", subcommands: latency) { _, _ throws(CommandError) in },
-        Command("monitor", arity: 1, flags: [.admin, .noTransaction, .loading, .stale], group: "server", since: "1.0.0",
-                summary: "Listens for all requests received by the server in real time.") { call, out throws(CommandError) in
+        Command("slowlog", subcommands: slowlog) { _, _ throws(CommandError) in },
+        Command("latency", subcommands: latency) { _, _ throws(CommandError) in },
+        Command("monitor") { call, out throws(CommandError) in
             // The server starts sending this client the lines once this reply is written.
             call.session.outcome.startsMonitoring = true
             out.simpleString("OK")
@@ -23,11 +20,8 @@ enum DiagnosticCommands {
     /// A HELP reply: one status line per entry, as Redis's `addReplyHelp`.
     /// `PARENT HELP`: Redis's help reply for a command with subcommands, `lines` between its
     /// header and the closing HELP entry.
-    static func helpCommand(
-        _ parent: String, group: String, since: String,
-        summary: String = "Returns helpful text about the different subcommands.", _ lines: [String]
-    ) -> Command {
-        Command("\(parent.lowercased())|help", arity: 2, flags: [.loading, .stale], group: group, since: since, summary: summary) {
+    static func helpCommand(_ parent: String, _ lines: [String]) -> Command {
+        Command("\(parent.lowercased())|help") {
             _, out throws(CommandError) in
             help(parent, lines, to: &out)
         }
@@ -40,8 +34,7 @@ enum DiagnosticCommands {
     }
 
     static let slowlog: [Command] = [
-        Command("slowlog|get", arity: -2, flags: [.admin, .loading, .stale], group: "server", since: "2.2.12",
-                summary: "Returns the slow log's entries.", arguments: "[count]") { call, out throws(CommandError) in
+        Command("slowlog|get") { call, out throws(CommandError) in
             var count = 10
             if call.count > 3 {
                 throw CommandError("ERR", "unknown subcommand or wrong number of arguments for 'get'. Try SLOWLOG HELP.")
@@ -62,16 +55,14 @@ enum DiagnosticCommands {
                 out.bulk(e.clientName)
             }
         }.reachingEverything(write: false),
-        Command("slowlog|len", arity: 2, flags: [.admin, .loading, .stale], group: "server", since: "2.2.12",
-                summary: "Returns the number of entries in the slow log.") { call, out throws(CommandError) in
+        Command("slowlog|len") { call, out throws(CommandError) in
             out.integer(call.engine.stats.slowLog.count)
         },
-        Command("slowlog|reset", arity: 2, flags: [.admin, .loading, .stale], group: "server", since: "2.2.12",
-                summary: "Clears all entries from the slow log.") { call, out throws(CommandError) in
+        Command("slowlog|reset") { call, out throws(CommandError) in
             call.engine.stats.slowLog.reset()
             out.simpleString("OK")
         },
-        DiagnosticCommands.helpCommand("SLOWLOG", group: "server", since: "6.2.0", summary: "Show helpful text about the different subcommands.", [
+        DiagnosticCommands.helpCommand("SLOWLOG", [
             "GET [<count>]",
             "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
             "    Entries are made of:",
@@ -85,8 +76,7 @@ enum DiagnosticCommands {
     ]
 
     static let latency: [Command] = [
-        Command("latency|latest", arity: 2, flags: [.admin, .loading, .stale], group: "server", since: "2.8.13",
-                summary: "Returns the latest latency samples for all events.") { call, out throws(CommandError) in
+        Command("latency|latest") { call, out throws(CommandError) in
             let events = call.engine.stats.latency.all
             out.arrayHeader(events.count)
             for (name, e) in events {
@@ -97,8 +87,7 @@ enum DiagnosticCommands {
                 out.integer(e.max)
             }
         },
-        Command("latency|history", arity: 3, flags: [.admin, .loading, .stale], group: "server", since: "2.8.13",
-                summary: "Returns timestamp-latency samples for an event.", arguments: "event") { call, out throws(CommandError) in
+        Command("latency|history") { call, out throws(CommandError) in
             let history = call.engine.stats.latency.event(call.text(2))?.history ?? []
             out.arrayHeader(history.count)
             for s in history {
@@ -107,13 +96,10 @@ enum DiagnosticCommands {
                 out.integer(s.milliseconds)
             }
         },
-        Command("latency|reset", arity: -2, flags: [.admin, .loading, .stale], group: "server", since: "2.8.13",
-                summary: "Resets the latency data for one or more events.", arguments: "[event [event ...]]") { call, out throws(CommandError) in
+        Command("latency|reset") { call, out throws(CommandError) in
             out.integer(call.engine.stats.latency.reset((2..<call.count).map { call.text($0) }))
         },
-        Command("latency|histogram", arity: -2, flags: [.admin, .loading, .stale], group: "server", since: "7.0.0",
-                summary: "Returns the cumulative distribution of latencies of a subset or all commands.",
-                arguments: "[command [command ...]]") { call, out throws(CommandError) in
+        Command("latency|histogram") { call, out throws(CommandError) in
             let engine = call.engine
             var metrics: [CommandMetrics] = []
             if call.count == 2 {
@@ -142,11 +128,10 @@ enum DiagnosticCommands {
                 }
             }
         },
-        Command("latency|doctor", arity: 2, flags: [.admin, .loading, .stale], group: "server", since: "2.8.13",
-                summary: "Returns a human-readable latency analysis report.") { call, out throws(CommandError) in
+        Command("latency|doctor") { call, out throws(CommandError) in
             out.verbatim(Array(doctor(call.engine).utf8))
         },
-        DiagnosticCommands.helpCommand("LATENCY", group: "server", since: "2.8.13", [
+        DiagnosticCommands.helpCommand("LATENCY", [
             "DOCTOR",
             "    Return a human readable latency analysis report.",
             "HISTORY <event>",

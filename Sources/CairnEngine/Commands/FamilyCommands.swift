@@ -9,13 +9,8 @@ import Rocks
 /// (`FamilySettings`), so they survive restarts and reach replicas.
 enum FamilyCommands {
     static let all: [Command] = [
-        Command("cf.create", arity: -2, flags: [.write, .admin, .noTransaction], group: "cairn",
-                summary: "Creates a column family, optionally with a merge operator and its own table options.",
-                arguments: "name [MERGE add|append|max|min] [COMPRESSION no|snappy|zlib|lz4|zstd] [BLOOM bits] [BLOCKSIZE bytes]",
-                handler: create),
-        Command("cf.drop", arity: 2, flags: [.write, .admin, .noTransaction], group: "cairn",
-                summary: "Drops a column family and all its keys at once; the space is reclaimed as its files go.",
-                arguments: "name") { call, out throws(CommandError) in
+        Command("cf.create", handler: create),
+        Command("cf.drop") { call, out throws(CommandError) in
             let name = call.text(1)
             guard name != "default" else { throw CommandError("ERR", "the default column family cannot be dropped") }
             guard let family = call.engine.family(named: name) else { throw noSuchFamily(name) }
@@ -36,22 +31,19 @@ enum FamilyCommands {
             if call.session.family === family { call.session.family = engine.defaultFamily }
             out.simpleString("OK")
         }.reachingEverything(write: true),
-        Command("cf.list", arity: 1, flags: [.readonly], group: "cairn", summary: "Lists the column families.") { call, out throws(CommandError) in
+        Command("cf.list") { call, out throws(CommandError) in
             let names = call.engine.allFamilies.map(\.name)
             out.arrayHeader(names.count)
             for n in names { out.bulk(n) }
         },
-        Command("cf.use", arity: 2, flags: [.fast], group: "cairn",
-                summary: "Makes a column family the current one for this connection's data commands.", arguments: "name") {
+        Command("cf.use") {
             call, out throws(CommandError) in
             let name = call.text(1)
             guard let family = call.engine.family(named: name) else { throw noSuchFamily(name) }
             call.session.family = family
             out.simpleString("OK")
         },
-        Command("cf.info", arity: -1, flags: [.readonly], group: "cairn",
-                summary: "Reports a column family's merge operator, table options, estimated keys, size on disk and memtable size.",
-                arguments: "[name]") { call, out throws(CommandError) in
+        Command("cf.info") { call, out throws(CommandError) in
             let name = call.count == 2 ? call.text(1) : call.family.name
             guard let family = call.engine.family(named: name) else { throw noSuchFamily(name) }
             let db = call.engine.database
@@ -74,9 +66,7 @@ enum FamilyCommands {
                 out.bulk(v)
             }
         },
-        Command("merge", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "cairn",
-                summary: "Folds an operand into a key through the column family's merge operator, without reading it.",
-                arguments: "key operand") { call, out throws(CommandError) in
+        Command("merge") { call, out throws(CommandError) in
             guard let opName = call.family.mergeOperator, let kind = MergeKind(name: opName) else {
                 throw CommandError("ERR", "column family '\(call.family.name)' has no merge operator; create one with CF.CREATE name MERGE add|append|max|min")
             }

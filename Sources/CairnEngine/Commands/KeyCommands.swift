@@ -7,38 +7,28 @@ import Rocks
 /// return them sorted and a SCAN cursor resumes exactly after the last key returned.
 enum KeyCommands {
     static let all: [Command] = [
-        Command("del", arity: -2, flags: [.write], keys: (1, -1, 1), group: "generic",
-                summary: "Deletes one or more keys.", arguments: "key [key ...]", handler: delete),
-        Command("unlink", arity: -2, flags: [.write, .fast], keys: (1, -1, 1), group: "generic",
-                summary: "Asynchronously deletes one or more keys.", arguments: "key [key ...]", handler: delete),
-        Command("exists", arity: -2, flags: [.readonly, .fast], keys: (1, -1, 1), group: "generic",
-                summary: "Determines whether one or more keys exist.", arguments: "key [key ...]") { call, out throws(CommandError) in
+        Command("del", handler: delete),
+        Command("unlink", handler: delete),
+        Command("exists") { call, out throws(CommandError) in
             out.integer(try call.existMany(Array(call.argv.dropFirst())).filter { $0 }.count)
         },
-        Command("touch", arity: -2, flags: [.readonly, .fast], keys: (1, -1, 1), group: "generic",
-                summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
-                arguments: "key [key ...]") { call, out throws(CommandError) in
+        Command("touch") { call, out throws(CommandError) in
             var n = 0
             for i in 1..<call.count where try call.exists(call[i]) { n += 1 }
             out.integer(n)
         },
-        Command("type", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "generic",
-                summary: "Determines the type of value stored at a key.", arguments: "key") { call, out throws(CommandError) in
+        Command("type") { call, out throws(CommandError) in
             out.simpleString(try call.withStored(call[1]) { type, _, _ in type?.name ?? "none" })
         },
-        Command("rename", arity: 3, flags: [.write], keys: (1, 2, 1), group: "generic",
-                summary: "Renames a key and overwrites the destination.", arguments: "key newkey") { call, out throws(CommandError) in
+        Command("rename") { call, out throws(CommandError) in
             _ = try rename(call, onlyIfNew: false)
             out.simpleString("OK")
         }.measuringMembers(),
-        Command("renamenx", arity: 3, flags: [.write, .fast], keys: (1, 2, 1), group: "generic",
-                summary: "Renames a key only when the target key name doesn't exist.", arguments: "key newkey") { call, out throws(CommandError) in
+        Command("renamenx") { call, out throws(CommandError) in
             out.integer(try rename(call, onlyIfNew: true) ? 1 : 0)
         }.measuringMembers(),
-        Command("copy", arity: -3, flags: [.write], keys: (1, 2, 1), group: "generic", since: "6.2.0",
-                summary: "Copies the value of a key to a new key.", arguments: "source destination [DB destination-db] [REPLACE]", handler: copy).measuringMembers(),
-        Command("keys", arity: 2, flags: [.readonly, .long], group: "generic",
-                summary: "Returns all key names that match a pattern.", arguments: "pattern") { call, out throws(CommandError) in
+        Command("copy", handler: copy).measuringMembers(),
+        Command("keys") { call, out throws(CommandError) in
             let pattern = call[1]
             var found: [[UInt8]] = []
             try call.forEachKey(prefix: Glob.literalPrefix(pattern)) { key, _, _ in
@@ -48,36 +38,28 @@ enum KeyCommands {
             out.arrayHeader(found.count)
             for k in found { out.bulk(k) }
         },
-        Command("scan", arity: -2, flags: [.readonly], group: "generic", since: "2.8.0",
-                summary: "Iterates over the key names in the database.",
-                arguments: "cursor [MATCH pattern] [COUNT count] [TYPE type]", handler: scan),
-        Command("randomkey", arity: 1, flags: [.readonly], group: "generic",
-                summary: "Returns a random key name from the database.", handler: randomKey),
-        Command("dbsize", arity: 1, flags: [.readonly, .fast, .long], group: "server",
-                summary: "Returns the number of keys in the database.") { call, out throws(CommandError) in
+        Command("scan", handler: scan),
+        Command("randomkey", handler: randomKey),
+        Command("dbsize") { call, out throws(CommandError) in
             var n = 0
             try call.forEachKey { _, _, _ in n += 1; return true }
             out.integer(n)
         },
-        Command("flushdb", arity: -1, flags: [.write, .admin], group: "server",
-                summary: "Removes all keys from the current database (the connection's column family).",
-                arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
+        Command("flushdb") { call, out throws(CommandError) in
             try flush(call, families: [call.family], &out)
         }.reachingEverything(write: true),
-        Command("flushall", arity: -1, flags: [.write, .admin], group: "server",
-                summary: "Removes all keys from all column families.", arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
+        Command("flushall") { call, out throws(CommandError) in
             try flush(call, families: call.engine.allFamilies, &out)
         }.reachingEverything(write: true),
-        expireCommand("expire", .seconds, absolute: false, "Sets the expiration time of a key in seconds.", "key seconds [NX|XX|GT|LT]"),
-        expireCommand("pexpire", .milliseconds, absolute: false, "Sets the expiration time of a key in milliseconds.", "key milliseconds [NX|XX|GT|LT]"),
-        expireCommand("expireat", .seconds, absolute: true, "Sets the expiration time of a key to a Unix timestamp.", "key unix-time-seconds [NX|XX|GT|LT]"),
-        expireCommand("pexpireat", .milliseconds, absolute: true, "Sets the expiration time of a key to a Unix milliseconds timestamp.", "key unix-time-milliseconds [NX|XX|GT|LT]"),
-        ttlCommand("ttl", "Returns the expiration time in seconds of a key.") { at, now in (at - now + 500) / 1000 },
-        ttlCommand("pttl", "Returns the expiration time in milliseconds of a key.") { at, now in at - now },
-        ttlCommand("expiretime", "Returns the expiration time of a key as a Unix timestamp.") { at, _ in at / 1000 },
-        ttlCommand("pexpiretime", "Returns the expiration time of a key as a Unix milliseconds timestamp.") { at, _ in at },
-        Command("persist", arity: 2, flags: [.write, .fast], keys: (1, 1, 1), group: "generic", since: "2.2.0",
-                summary: "Removes the expiration time of a key.", arguments: "key") { call, out throws(CommandError) in
+        expireCommand("expire", .seconds, absolute: false),
+        expireCommand("pexpire", .milliseconds, absolute: false),
+        expireCommand("expireat", .seconds, absolute: true),
+        expireCommand("pexpireat", .milliseconds, absolute: true),
+        ttlCommand("ttl") { at, now in (at - now + 500) / 1000 },
+        ttlCommand("pttl") { at, now in at - now },
+        ttlCommand("expiretime") { at, _ in at / 1000 },
+        ttlCommand("pexpiretime") { at, _ in at },
+        Command("persist") { call, out throws(CommandError) in
             let changed = try call.locked(call[1]) { () throws(CommandError) -> Bool in
                 guard var entry = try call.readEntry(call[1]), entry.expiresAt != nil else { return false }
                 entry.expiresAt = nil
@@ -378,8 +360,8 @@ enum KeyCommands {
         }
     }
 
-    static func expireCommand(_ name: String, _ unit: ExpiryUnit, absolute: Bool, _ summary: String, _ arguments: String) -> Command {
-        Command(name, arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "generic", summary: summary, arguments: arguments) {
+    static func expireCommand(_ name: String, _ unit: ExpiryUnit, absolute: Bool) -> Command {
+        Command(name) {
             call, out throws(CommandError) in
             out.integer(try expire(call, unit, absolute: absolute) ? 1 : 0)
         }
@@ -417,8 +399,8 @@ enum KeyCommands {
         }
     }
 
-    static func ttlCommand(_ name: String, _ summary: String, _ transform: @escaping @Sendable (Int64, Int64) -> Int64) -> Command {
-        Command(name, arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "generic", summary: summary, arguments: "key") {
+    static func ttlCommand(_ name: String, _ transform: @escaping @Sendable (Int64, Int64) -> Int64) -> Command {
+        Command(name) {
             call, out throws(CommandError) in
             let now = call.now
             try call.withStored(call[1]) { type, _, expiresAt in

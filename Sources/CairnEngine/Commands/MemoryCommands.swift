@@ -17,15 +17,12 @@ enum MemoryCommands {
     static let entryOverhead = 16
 
     static let all: [Command] = [
-        Command("memory", arity: -2, group: "server", since: "4.0.0",
-                summary: "A container for memory diagnostics commands.", subcommands: memory) { _, _ throws(CommandError) in },
-        Command("object", arity: -2, group: "generic", since: "2.2.3",
-                summary: "A container for object introspection commands.", subcommands: object) { _, _ throws(CommandError) in },
+        Command("memory", subcommands: memory) { _, _ throws(CommandError) in },
+        Command("object", subcommands: object) { _, _ throws(CommandError) in },
     ]
 
     static let memory: [Command] = [
-        Command("memory|usage", arity: -3, flags: [.readonly], keys: (2, 2, 1), group: "server", since: "4.0.0",
-                summary: "Estimates the bytes a key and its value take as stored.", arguments: "key [SAMPLES count]") {
+        Command("memory|usage") {
             call, out throws(CommandError) in
             var samples = 5  // Redis's default; 0 reads every member
             var i = 3
@@ -60,8 +57,7 @@ enum MemoryCommands {
             }
             out.integer(total)
         },
-        Command("memory|stats", arity: 2, flags: [], group: "server", since: "4.0.0",
-                summary: "Returns details about memory usage.") { call, out throws(CommandError) in
+        Command("memory|stats") { call, out throws(CommandError) in
             let e = call.engine
             let rss = InfoReport.residentBytes()
             let peak = e.notePeakMemory(rss)
@@ -102,20 +98,17 @@ enum MemoryCommands {
                 }
             }
         },
-        Command("memory|doctor", arity: 2, group: "server", since: "4.0.0",
-                summary: "Outputs a memory problems report.") { call, out throws(CommandError) in
+        Command("memory|doctor") { call, out throws(CommandError) in
             out.verbatim(Array(doctor(call.engine).utf8))
         },
-        Command("memory|purge", arity: 2, group: "server", since: "4.0.0",
-                summary: "Returns free heap memory to the operating system.") { call, out throws(CommandError) in
+        Command("memory|purge") { call, out throws(CommandError) in
             _ = call.engine.releaseFreeMemory()
             out.simpleString("OK")
         },
-        Command("memory|malloc-stats", arity: 2, group: "server", since: "4.0.0",
-                summary: "Returns the allocator statistics.") { _, out throws(CommandError) in
+        Command("memory|malloc-stats") { _, out throws(CommandError) in
             out.verbatim(Array("Stats not supported for the current allocator".utf8))
         },
-        DiagnosticCommands.helpCommand("MEMORY", group: "server", since: "4.0.0", [
+        DiagnosticCommands.helpCommand("MEMORY", [
             "DOCTOR",
             "    Return memory problems reports.",
             "MALLOC-STATS",
@@ -131,8 +124,7 @@ enum MemoryCommands {
     ]
 
     static let object: [Command] = [
-        Command("object|encoding", arity: 3, flags: [.readonly], keys: (2, 2, 1), group: "generic", since: "2.2.3",
-                summary: "Returns the internal encoding Redis would use for the value of a key.", arguments: "key") {
+        Command("object|encoding") {
             call, out throws(CommandError) in
             guard let entry = try call.readEntry(call[2]) else {
                 out.null()
@@ -140,17 +132,14 @@ enum MemoryCommands {
             }
             out.bulk(entry.type == .string ? stringEncoding(entry.payload) : entry.type.encoding)
         },
-        Command("object|freq", arity: 3, flags: [.readonly], keys: (2, 2, 1), group: "generic", since: "4.0.0",
-                summary: "Returns the logarithmic access frequency counter of a key (not tracked: Cairn has no LFU policy).",
-                arguments: "key") { call, out throws(CommandError) in
+        Command("object|freq") { call, out throws(CommandError) in
             guard try call.exists(call[2]) else {
                 out.null()
                 return
             }
             throw CommandError("ERR", "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
         },
-        Command("object|idletime", arity: 3, flags: [.readonly], keys: (2, 2, 1), group: "generic", since: "2.2.3",
-                summary: "Returns the time since the last access to a key (not tracked by Cairn).", arguments: "key") {
+        Command("object|idletime") {
             call, out throws(CommandError) in
             guard try call.exists(call[2]) else {
                 out.null()
@@ -158,8 +147,7 @@ enum MemoryCommands {
             }
             throw CommandError("ERR", "Cairn does not track when keys were last accessed (its data lives on disk and nothing is evicted), so the idle time is not known.")
         },
-        Command("object|refcount", arity: 3, flags: [.readonly], keys: (2, 2, 1), group: "generic", since: "2.2.3",
-                summary: "Returns the reference count of a value: always 1, Cairn shares no values.", arguments: "key") {
+        Command("object|refcount") {
             call, out throws(CommandError) in
             guard try call.exists(call[2]) else {
                 out.null()
@@ -167,7 +155,7 @@ enum MemoryCommands {
             }
             out.integer(1)
         },
-        DiagnosticCommands.helpCommand("OBJECT", group: "generic", since: "6.2.0", [
+        DiagnosticCommands.helpCommand("OBJECT", [
             "ENCODING <key>",
             "    Return the kind of internal representation used in order to store the value",
             "    associated with a <key>.",

@@ -61,11 +61,8 @@ enum RangeCommands {
     }
 
     static let all: [Command] = [
-        Command("range", arity: -3, flags: [.readonly], group: "cairn",
-                summary: "Returns keys and values between two lex bounds, in key order, with paging by the last key.",
-                arguments: "start end [REV] [LIMIT count] [KEYSONLY]", handler: range).reaching(reached(write: false)),
-        Command("delrange", arity: 3, flags: [.write], group: "cairn",
-                summary: "Deletes every key between two lex bounds at once.", arguments: "start end") { call, out throws(CommandError) in
+        Command("range", handler: range).reaching(reached(write: false)),
+        Command("delrange") { call, out throws(CommandError) in
             guard let (lower, upper) = keyRange(try Bound(call[1]), try Bound(call[2])) else {
                 out.simpleString("OK")
                 return

@@ -13,27 +13,21 @@ enum ServerCommands {
     public static let cairnVersion = "0.1.0"
 
     static let all: [Command] = [
-        Command("info", arity: -1, flags: [.loading, .stale], group: "server",
-                summary: "Returns information and statistics about the server.", arguments: "[section [section ...]]") {
+        Command("info") {
             call, out throws(CommandError) in
             let sections = call.argv.dropFirst().map { Bytes.lowercased($0) }
             out.verbatim(Array(try InfoReport.render(call.engine, session: call.session, sections: sections).utf8))
         },
-        Command("time", arity: 1, flags: [.fast, .loading, .stale], group: "server", since: "2.6.0",
-                summary: "Returns the server time.") { _, out throws(CommandError) in
+        Command("time") { _, out throws(CommandError) in
             let us = Clock.microseconds()
             out.arrayHeader(2)
             out.bulk(String(us / 1_000_000))
             out.bulk(String(us % 1_000_000))
         },
-        Command("lastsave", arity: 1, flags: [.fast, .loading, .stale], group: "server",
-                summary: "Returns the Unix timestamp of the last successful backup (or of the server start).") { call, out throws(CommandError) in
+        Command("lastsave") { call, out throws(CommandError) in
             out.integer(call.engine.lastSave.load(ordering: .relaxed))
         },
-        Command("shutdown", arity: -1, flags: [.admin, .noMulti, .loading, .stale, .noAuth], group: "server",
-                summary: "Stops the server: finishes replies, syncs the WAL, closes the database.",
-                arguments: "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]") { call, out throws(CommandError) in
-            guard call.session.authenticated else { throw .noAuth }
+        Command("shutdown") { call, out throws(CommandError) in
             for i in 1..<call.count {
                 let a = call[i]
                 guard a.isKeyword("NOSAVE") || a.isKeyword("SAVE") || a.isKeyword("NOW") || a.isKeyword("FORCE") else {
@@ -46,9 +40,7 @@ enum ServerCommands {
             call.engine.scripting.stopForShutdown()
             call.engine.hooks?.requestShutdown()
         },
-        Command("compact", arity: -1, flags: [.admin, .noTransaction, .long], group: "cairn",
-                summary: "Compacts the current column family (or the key range given), reclaiming space now.",
-                arguments: "[start end]") { call, out throws(CommandError) in
+        Command("compact") { call, out throws(CommandError) in
             guard call.count == 1 || call.count == 3 else { throw .arity(call.name) }
             let family = call.family
             let range = call.count == 3 ? (call[1], call[2]) : nil
@@ -65,23 +57,15 @@ enum ServerCommands {
             // Compaction rewrites the files holding the range: a write of it.
             argv.count == 3 ? [KeyRange(lower: argv[1], upper: argv[2] + [0], write: true)] : [.everything(write: true)]
         },
-        Command("config", arity: -2, group: "server", summary: "A container for server configuration commands.",
-                subcommands: ConfigCommands.all) { _, _ throws(CommandError) in },
-        Command("command", arity: -1, flags: [.loading, .stale], group: "server", since: "2.8.13",
-                summary: "Returns detailed information about all commands.",
-                subcommands: CommandCommands.all) { call, out throws(CommandError) in
-            let commands = call.engine.table.sorted
-            out.arrayHeader(commands.count)
-            for c in commands { CommandCommands.writeInfo(c, to: &out) }
-        },
+        Command("config", subcommands: ConfigCommands.all) { _, _ throws(CommandError) in },
+        Command("command", subcommands: CommandCommands.all, handler: CommandCommands.everything),
     ]
 }
 
 /// CONFIG GET / SET / REWRITE / RESETSTAT: https://redis.io/docs/latest/commands/config-get/
 enum ConfigCommands {
     static let all: [Command] = [
-        Command("config|get", arity: -3, flags: [.admin, .loading, .stale], group: "server", since: "2.0.0",
-                summary: "Returns the effective values of configuration parameters.", arguments: "parameter [parameter ...]") {
+        Command("config|get") {
             call, out throws(CommandError) in
             let config = call.engine.configuration
             var pairs: [(String, String)] = []
@@ -100,8 +84,7 @@ enum ConfigCommands {
                 out.bulk(value)
             }
         },
-        Command("config|set", arity: -4, flags: [.admin], group: "server", since: "2.0.0",
-                summary: "Sets configuration parameters in-flight.", arguments: "parameter value [parameter value ...]") {
+        Command("config|set") {
             call, out throws(CommandError) in
             guard call.count % 2 == 0 else { throw .arity(call.name) }
             var changes: [(ConfigOption, String)] = []
@@ -131,8 +114,7 @@ enum ConfigCommands {
             }
             out.simpleString("OK")
         },
-        Command("config|rewrite", arity: 2, flags: [.admin], group: "server", since: "2.8.0",
-                summary: "Persists the effective configuration to the config file.") { call, out throws(CommandError) in
+        Command("config|rewrite") { call, out throws(CommandError) in
             guard let path = call.engine.hooks?.configFilePath else {
                 throw CommandError("ERR", "The server is running without a config file")
             }
@@ -145,12 +127,11 @@ enum ConfigCommands {
             }
             out.simpleString("OK")
         },
-        Command("config|resetstat", arity: 2, flags: [.admin], group: "server", since: "2.0.0",
-                summary: "Resets the server's statistics.") { call, out throws(CommandError) in
+        Command("config|resetstat") { call, out throws(CommandError) in
             call.engine.stats.reset()
             out.simpleString("OK")
         },
-        DiagnosticCommands.helpCommand("CONFIG", group: "server", since: "5.0.0", [
+        DiagnosticCommands.helpCommand("CONFIG", [
             "GET <pattern>",
             "    Return parameters matching the glob-like <pattern> and their values.",
             "SET <directive> <value>",
@@ -162,114 +143,4 @@ enum ConfigCommands {
         ]),
     ]
 
-}
-
-/// COMMAND COUNT / INFO / DOCS / LIST / GETKEYS, answered from the command table.
-enum CommandCommands {
-    static let all: [Command] = [
-        Command("command|count", arity: 2, flags: [.loading, .stale], group: "server", since: "2.8.13",
-                summary: "Returns a count of commands.") { call, out throws(CommandError) in
-            out.integer(call.engine.table.commands.count)
-        },
-        Command("command|list", arity: -2, flags: [.loading, .stale], group: "server", since: "7.0.0",
-                summary: "Returns a list of command names.") { call, out throws(CommandError) in
-            let names = call.engine.table.sorted.map(\.name)
-            out.arrayHeader(names.count)
-            for n in names { out.bulk(n) }
-        },
-        Command("command|info", arity: -2, flags: [.loading, .stale], group: "server", since: "2.8.13",
-                summary: "Returns information about one, multiple or all commands.", arguments: "[command-name [command-name ...]]") {
-            call, out throws(CommandError) in
-            let table = call.engine.table
-            let wanted: [Command?] = call.count == 2 ? table.sorted.map { $0 } : (2..<call.count).map { table.find(call.text($0)) }
-            out.arrayHeader(wanted.count)
-            for c in wanted {
-                if let c { writeInfo(c, to: &out) } else { out.nullArray() }
-            }
-        },
-        Command("command|docs", arity: -2, flags: [.loading, .stale], group: "server", since: "7.0.0",
-                summary: "Returns documentary information about one, multiple or all commands.", arguments: "[command-name [command-name ...]]") {
-            call, out throws(CommandError) in
-            let table = call.engine.table
-            let wanted = call.count == 2 ? table.sorted : (2..<call.count).compactMap { table.find(call.text($0)) }
-            out.mapHeader(wanted.count)
-            for c in wanted {
-                out.bulk(c.name)
-                writeDocs(c, to: &out)
-            }
-        },
-        Command("command|getkeys", arity: -4, flags: [.loading, .stale], group: "server", since: "2.8.13",
-                summary: "Extracts the key names from an arbitrary command.", arguments: "command [arg [arg ...]]") {
-            call, out throws(CommandError) in
-            let argv = Array(call.argv.dropFirst(2))
-            guard let c = call.engine.table.find(Bytes.text(argv[0])) else { throw CommandError("ERR", "Invalid command specified") }
-            // Redis's checks in its order: keys at all, then the arity, then this request's keys
-            // (none: a malformed numkeys, or EVAL's 0).
-            guard c.firstKey > 0 || c.movableKeys != nil else { throw CommandError("ERR", "The command has no key arguments") }
-            guard c.accepts(argv.count) else { throw CommandError("ERR", "Invalid number of arguments specified for command") }
-            let keys = c.keys(in: argv)
-            guard !keys.isEmpty || c.flags.contains(.noMandatoryKeys) else {
-                throw CommandError("ERR", "Invalid arguments specified for command")
-            }
-            out.arrayHeader(keys.count)
-            for k in keys { out.bulk(k) }
-        },
-        // Redis's text but for GETKEYSANDFLAGS, which Cairn does not have.
-        DiagnosticCommands.helpCommand("COMMAND", group: "server", since: "5.0.0", [
-            "(no subcommand)",
-            "    Return details about all Redis commands.",
-            "COUNT",
-            "    Return the total number of commands in this Redis server.",
-            "LIST",
-            "    Return a list of all commands in this Redis server.",
-            "INFO [<command-name> ...]",
-            "    Return details about multiple Redis commands.",
-            "    If no command names are given, documentation details for all",
-            "    commands are returned.",
-            "DOCS [<command-name> ...]",
-            "    Return documentation details about multiple Redis commands.",
-            "    If no command names are given, documentation details for all",
-            "    commands are returned.",
-            "GETKEYS <full-command>",
-            "    Return the keys from a full Redis command.",
-        ]),
-    ]
-
-    /// One COMMAND INFO entry, the ten fields of Redis 7.
-    static func writeInfo(_ c: Command, to out: inout RESPWriter) {
-        out.arrayHeader(10)
-        out.bulk(c.name)
-        out.integer(c.arity)
-        let flags = c.flags.names
-        out.setHeader(flags.count)
-        for f in flags { out.simpleString(f) }
-        out.integer(c.firstKey)
-        out.integer(c.lastKey)
-        out.integer(c.keyStep)
-        out.setHeader(1)
-        out.simpleString("@" + c.group)
-        out.arrayHeader(0)
-        out.arrayHeader(0)
-        let subs = c.subcommands.values.sorted { $0.name < $1.name }
-        out.arrayHeader(subs.count)
-        for s in subs { writeInfo(s, to: &out) }
-    }
-
-    static func writeDocs(_ c: Command, to out: inout RESPWriter) {
-        let subs = c.subcommands.values.sorted { $0.name < $1.name }
-        out.mapHeader(subs.isEmpty ? 4 : 5)
-        out.bulk("summary"); out.bulk(c.summary)
-        out.bulk("since"); out.bulk(c.since)
-        out.bulk("group"); out.bulk(c.group)
-        // Cairn's own field: the argument syntax, for cairn-cli's help.
-        out.bulk("syntax"); out.bulk(c.arguments)
-        if !subs.isEmpty {
-            out.bulk("subcommands")
-            out.mapHeader(subs.count)
-            for s in subs {
-                out.bulk(s.name)
-                writeDocs(s, to: &out)
-            }
-        }
-    }
 }

@@ -12,8 +12,7 @@ import Rocks
 /// idle limits are in cairn.conf.
 enum SnapshotCommands {
     static let all: [Command] = [
-        Command("snapshot.create", arity: 1, flags: [.readonly], group: "cairn",
-                summary: "Takes a consistent snapshot of the database; returns its id.") { call, out throws(CommandError) in
+        Command("snapshot.create") { call, out throws(CommandError) in
             let engine = call.engine
             let config = engine.configuration
             guard call.session.snapshots.count < config.maxSnapshotsPerClient else {
@@ -39,15 +38,13 @@ enum SnapshotCommands {
             call.session.snapshots[id] = OwnedSnapshot(id: id, snapshot: snapshot, createdAt: Clock.milliseconds(), user: user)
             out.integer(id)
         },
-        Command("snapshot.release", arity: 2, flags: [.readonly, .fast], group: "cairn",
-                summary: "Releases a snapshot (and closes iterators reading through it).", arguments: "id") { call, out throws(CommandError) in
+        Command("snapshot.release") { call, out throws(CommandError) in
             let id = try call.integer(1)
             guard call.session.snapshots[id] != nil else { throw noSuchSnapshot(id, call.session) }
             call.engine.dropSnapshot(id, of: call.session)
             out.simpleString("OK")
         },
-        Command("snapshot.list", arity: 1, flags: [.readonly], group: "cairn",
-                summary: "Lists this connection's snapshots: id, sequence number, age in seconds.") { call, out throws(CommandError) in
+        Command("snapshot.list") { call, out throws(CommandError) in
             let now = Clock.milliseconds()
             let snaps = call.session.snapshots.values.sorted { $0.id < $1.id }
             out.arrayHeader(snaps.count)
@@ -58,8 +55,7 @@ enum SnapshotCommands {
                 out.integer((now - s.createdAt) / 1000)
             }
         },
-        Command("snapshot.use", arity: 2, flags: [.readonly, .fast], group: "cairn",
-                summary: "Makes this connection's reads see a snapshot (NONE: the latest data again).", arguments: "id|NONE") {
+        Command("snapshot.use") {
             call, out throws(CommandError) in
             if call[1].isKeyword("NONE") {
                 call.session.readSnapshot = nil
@@ -70,26 +66,18 @@ enum SnapshotCommands {
             }
             out.simpleString("OK")
         },
-        Command("iter.open", arity: -1, flags: [.readonly], group: "cairn",
-                summary: "Opens a server-side iterator over the current column family (or the keys with a prefix); returns its id.",
-                arguments: "[SNAPSHOT id] [REV] [START key] [PREFIX prefix]", handler: open)
+        Command("iter.open", handler: open)
             .reaching { argv, _ in [(try? options(argv).range) ?? .everything(write: false)] },
-        Command("iter.next", arity: -2, flags: [.readonly], group: "cairn",
-                summary: "Returns up to count key/value pairs ascending from the iterator's position.",
-                arguments: "id [count]") { call, out throws(CommandError) in try step(call, &out, forward: true) }
+        Command("iter.next") { call, out throws(CommandError) in try step(call, &out, forward: true) }
             .reaching(iteratorRange),
-        Command("iter.prev", arity: -2, flags: [.readonly], group: "cairn",
-                summary: "Returns up to count key/value pairs descending from the iterator's position.",
-                arguments: "id [count]") { call, out throws(CommandError) in try step(call, &out, forward: false) }
+        Command("iter.prev") { call, out throws(CommandError) in try step(call, &out, forward: false) }
             .reaching(iteratorRange),
-        Command("iter.seek", arity: 3, flags: [.readonly, .fast], group: "cairn",
-                summary: "Moves the iterator to the first key >= key (within its prefix).", arguments: "id key") { call, out throws(CommandError) in
+        Command("iter.seek") { call, out throws(CommandError) in
             let it = try iterator(call)
             it.cursor.seek(call[2])
             out.simpleString("OK")
         }.reaching(iteratorRange),
-        Command("iter.close", arity: 2, flags: [.readonly, .fast], group: "cairn",
-                summary: "Closes a server-side iterator.", arguments: "id") { call, out throws(CommandError) in
+        Command("iter.close") { call, out throws(CommandError) in
             let it = try iterator(call)
             it.cursor.close()
             call.session.iterators.removeValue(forKey: it.id)

@@ -17,15 +17,11 @@ import RESP
 /// keys BY and GET name are read as the command runs, without their locks.
 enum SortCommand {
     static let all: [Command] = [
-        Command("sort", arity: -2, flags: [.write], keys: (1, 1, 1), group: "generic", since: "1.0.0",
-                summary: "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
-                arguments: "key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC|DESC] [ALPHA] [STORE destination]") {
+        Command("sort") {
             call, out throws(CommandError) in
             try sort(call, &out, readonly: false)
         }.measuringMembers().movingKeys(keys),
-        Command("sort_ro", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "generic", since: "7.0.0",
-                summary: "Returns the sorted elements of a list, a set, or a sorted set.",
-                arguments: "key [BY pattern] [LIMIT offset count] [GET pattern [GET pattern ...]] [ASC|DESC] [ALPHA]") {
+        Command("sort_ro") {
             call, out throws(CommandError) in
             try sort(call, &out, readonly: true)
         }.measuringMembers(),

@@ -16,22 +16,19 @@ import Rocks
 /// 4096) can abort each other: a rare false conflict, never a missed one.
 enum TransactionCommands {
     static let all: [Command] = [
-        Command("multi", arity: 1, flags: [.noMulti, .fast], group: "transactions", since: "1.2.0",
-                summary: "Starts a transaction.") { call, out throws(CommandError) in
+        Command("multi") { call, out throws(CommandError) in
             guard !call.session.inTransaction else { throw CommandError("ERR", "MULTI calls can not be nested") }
             call.session.queued = []
             call.session.transactionFailed = false
             out.simpleString("OK")
         },
-        Command("discard", arity: 1, flags: [.noMulti, .fast], group: "transactions", since: "2.0.0",
-                summary: "Discards a transaction.") { call, out throws(CommandError) in
+        Command("discard") { call, out throws(CommandError) in
             guard call.session.inTransaction else { throw CommandError("ERR", "DISCARD without MULTI") }
             call.session.queued = nil
             call.session.watched = []
             out.simpleString("OK")
         },
-        Command("watch", arity: -2, flags: [.noMulti, .fast], keys: (1, -1, 1), group: "transactions", since: "2.2.0",
-                summary: "Monitors changes to keys to determine the execution of a transaction.", arguments: "key [key ...]") {
+        Command("watch") {
             call, out throws(CommandError) in
             guard !call.session.inTransaction else { throw CommandError("ERR", "WATCH inside MULTI is not allowed") }
             let locks = call.engine.locks
@@ -45,13 +42,11 @@ enum TransactionCommands {
             }
             out.simpleString("OK")
         },
-        Command("unwatch", arity: 1, flags: [.noMulti, .fast], group: "transactions", since: "2.2.0",
-                summary: "Forgets about watched keys of a transaction.") { call, out throws(CommandError) in
+        Command("unwatch") { call, out throws(CommandError) in
             call.session.watched = []
             out.simpleString("OK")
         },
-        Command("exec", arity: 1, flags: [.noMulti, .skipSlowlog], group: "transactions", since: "1.2.0",
-                summary: "Executes all commands in a transaction.", handler: exec),
+        Command("exec", handler: exec),
     ]
 
     static func exec(_ call: Call, _ out: inout RESPWriter) throws(CommandError) {

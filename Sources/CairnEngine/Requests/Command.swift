@@ -1,49 +1,34 @@
 import RESP
 
-/// One entry of the command table: what `COMMAND` reports and what the dispatcher checks
-/// before calling the handler. The table is data; handlers live in `Commands/`, one file per family.
+/// One entry of the command table: a name from the command spec (`CommandSpec`, which gives its
+/// arity, flags, key positions and what `COMMAND` reports) bound to its handler and to the
+/// behaviour Swift gives it (grouping, key finders, work, counters). The handlers live with
+/// their data types (`Types/`) and services, one file per family.
 public struct Command: Sendable {
     /// The fields live in one shared box: a request's lookup copies its command out of the
     /// table, and one retain costs less than one per string, closure and dictionary (callgrind
-    /// counted 400-900 instructions a request in the copies). Copy-on-write: the setters below
-    /// run only while the table is built.
+    /// counted 400-900 instructions a request in the copies). The spec's facts sit in the box
+    /// itself, read at a fixed offset. Copy-on-write: the setters below run only while the
+    /// table is built.
     private final class Storage: @unchecked Sendable {  // written only through `unique()`
-        var name: String
-        var arity: Int
-        var flags: Flags
-        var firstKey: Int, lastKey: Int, keyStep: Int
-        var group: String, summary: String, since: String, arguments: String
+        let spec: CommandSpec
         var handler: Handler
         var subcommands: [String: Command]
         var index = 0
-        var aclCategories: ACLCategories = []
         var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? = nil
         var movableKeys: (@Sendable ([[UInt8]]) -> [[UInt8]])? = nil
         var keyRanges: (@Sendable ([[UInt8]], Session) -> [KeyRange])? = nil
         var work: (@Sendable (Command, Call) throws(CommandError) -> UInt64)? = nil
 
-        init(
-            name: String, arity: Int, flags: Flags, keys: (Int, Int, Int), group: String, summary: String,
-            since: String, arguments: String, handler: @escaping Handler, subcommands: [String: Command]
-        ) {
-            self.name = name
-            self.arity = arity
-            self.flags = flags
-            (firstKey, lastKey, keyStep) = keys
-            self.group = group
-            self.summary = summary
-            self.since = since
-            self.arguments = arguments
+        init(spec: CommandSpec, handler: @escaping Handler, subcommands: [String: Command]) {
+            self.spec = spec
             self.handler = handler
             self.subcommands = subcommands
         }
 
         func copy() -> Storage {
-            let c = Storage(
-                name: name, arity: arity, flags: flags, keys: (firstKey, lastKey, keyStep), group: group, summary: summary,
-                since: since, arguments: arguments, handler: handler, subcommands: subcommands)
+            let c = Storage(spec: spec, handler: handler, subcommands: subcommands)
             c.index = index
-            c.aclCategories = aclCategories
             c.grouping = grouping
             c.movableKeys = movableKeys
             c.keyRanges = keyRanges
@@ -61,20 +46,22 @@ public struct Command: Sendable {
     }
 
     /// Lower-case name, e.g. `get`, or `client|setname` for a subcommand.
-    public var name: String { storage.name }
+    public var name: String { storage.spec.name }
     /// Redis arity: N means exactly N arguments including the name; -N means at least N.
-    public var arity: Int { storage.arity }
-    public var flags: Flags { storage.flags }
+    public var arity: Int { storage.spec.arity }
+    public var flags: Flags { storage.spec.flags }
     /// Key positions as Redis's legacy (first, last, step); 0 for commands without keys.
-    public var firstKey: Int { storage.firstKey }
-    public var lastKey: Int { storage.lastKey }
-    public var keyStep: Int { storage.keyStep }
-    /// The Redis command group (`string`, `generic`, `connection`, `server`, `cairn`...).
-    public var group: String { storage.group }
-    public var summary: String { storage.summary }
-    public var since: String { storage.since }
-    /// Syntax shown by `COMMAND DOCS` and cairn-cli's help, e.g. `key value [NX|XX]`.
-    public var arguments: String { storage.arguments }
+    public var firstKey: Int { storage.spec.firstKey }
+    public var lastKey: Int { storage.spec.lastKey }
+    public var keyStep: Int { storage.spec.keyStep }
+    /// Its facts from the command spec: what COMMAND INFO and DOCS report.
+    var spec: CommandSpec { storage.spec }
+    /// The Redis command group (`string`, `generic`, `sorted-set`, `server`, `cairn`...).
+    public var group: String { storage.spec.group }
+    public var summary: String { storage.spec.summary }
+    public var since: String { storage.spec.since }
+    /// Its arguments as one line of syntax, e.g. `key value [NX|XX]`, from the spec's arguments.
+    public var arguments: String { storage.spec.syntax }
     var handler: Handler { storage.handler }
     /// Subcommands (CLIENT, CONFIG, COMMAND...), dispatched on the second argument.
     public internal(set) var subcommands: [String: Command] {
@@ -86,11 +73,8 @@ public struct Command: Sendable {
         get { storage.index }
         set { unique().index = newValue }
     }
-    /// Its ACL categories (`ACLCategories.of`), set by `CommandTable`.
-    public internal(set) var aclCategories: ACLCategories {
-        get { storage.aclCategories }
-        set { unique().aclCategories = newValue }
-    }
+    /// Its ACL categories, from the spec.
+    public var aclCategories: ACLCategories { storage.spec.aclCategories }
     /// When a request of this command may run together with its neighbours (`grouped(_:)`),
     /// given its arguments and session; nil: always alone, through `Engine.execute`.
     var grouping: (@Sendable ([[UInt8]], Session) -> Grouping?)? { storage.grouping }
@@ -169,25 +153,34 @@ public struct Command: Sendable {
 
     typealias Handler = @Sendable (Call, inout RESPWriter) throws(CommandError) -> Void
 
+    /// Redis's command flags, which the spec gives each command (COMMAND INFO lists them, but
+    /// `may_replicate`), and Cairn's own behaviour switches (`long`, `noMulti`), which it does not
+    /// list. Two names differ from Redis's: Redis's `no_multi` is `noTransaction` here, and
+    /// `noMulti` is Cairn's `not_queued`.
     public struct Flags: OptionSet, Sendable, Hashable {
         public let rawValue: UInt32
         public init(rawValue: UInt32) { self.rawValue = rawValue }
+        /// Writes data: refused on a read-only replica, in disk-full mode and in read-only
+        /// scripts; needs a write key pattern; held by CLIENT PAUSE WRITE.
         public static let write = Flags(rawValue: 1 << 0)
         public static let readonly = Flags(rawValue: 1 << 1)
+        /// Hidden from MONITOR; its ACL categories are @admin, @dangerous and @slow or @fast only.
         public static let admin = Flags(rawValue: 1 << 2)
         /// Allowed before AUTH (AUTH, HELLO, QUIT, RESET).
         public static let noAuth = Flags(rawValue: 1 << 3)
-        /// Runs immediately inside MULTI instead of being queued (EXEC, DISCARD, WATCH...).
+        /// Runs immediately inside MULTI instead of being queued (EXEC, DISCARD, WATCH...):
+        /// the spec's Cairn flag `not_queued`.
         public static let noMulti = Flags(rawValue: 1 << 4)
+        /// Counted as `fast-command` by the latency monitor.
         public static let fast = Flags(rawValue: 1 << 5)
         public static let loading = Flags(rawValue: 1 << 7)
         public static let stale = Flags(rawValue: 1 << 8)
-        /// Refused inside MULTI, which then fails EXEC (EXECABORT): the command acts outside
-        /// the transaction's write batch (CF.CREATE, CF.DROP, backups, COMPACT), so running it
-        /// from EXEC could not be atomic with the rest. Redis's `no-multi`.
+        /// Refused inside MULTI, which then fails EXEC (EXECABORT), and in scripts: the command
+        /// acts outside the transaction's write batch (CF.CREATE, CF.DROP, backups, COMPACT), so
+        /// running it from EXEC could not be atomic with the rest. Redis's `no_multi`.
         public static let noTransaction = Flags(rawValue: 1 << 9)
         /// Takes time in proportion to the whole database (DBSIZE, KEYS, COMPACT): the server
-        /// runs it off the connection's worker (`Engine.Route.long`). Not shown by COMMAND.
+        /// runs it off the connection's worker (`Engine.Route.long`). The spec's Cairn flag `long`.
         public static let long = Flags(rawValue: 1 << 10)
         /// Not entered in the slow log (EXEC: its commands are, one by one). Redis's `skip_slowlog`.
         public static let skipSlowlog = Flags(rawValue: 1 << 11)
@@ -195,38 +188,45 @@ public struct Command: Sendable {
         /// GETKEYS answers an empty list for it where it refuses other commands' requests
         /// without keys. Redis's `no_mandatory_keys`.
         public static let noMandatoryKeys = Flags(rawValue: 1 << 12)
-        /// A read that may still change its key (PFCOUNT stores the count it computed), so a
-        /// read-only script may not call it and CLIENT PAUSE WRITE holds it. Redis's
-        /// `may_replicate`.
+        /// A command that is not a write but may still change data or reach replicas (PFCOUNT
+        /// stores the count it computed, PUBLISH, EVAL): a read-only script may not call it and
+        /// CLIENT PAUSE WRITE holds it. Redis's `may_replicate`, which COMMAND INFO does not list.
         public static let mayReplicate = Flags(rawValue: 1 << 13)
+        /// Refused in scripts (`ScriptRun`). Redis's `noscript`.
+        public static let noscript = Flags(rawValue: 1 << 14)
+        // Reported by COMMAND INFO as Redis reports them; Cairn's behaviour does not read them.
+        public static let denyoom = Flags(rawValue: 1 << 15)
+        public static let pubsub = Flags(rawValue: 1 << 16)
+        public static let blocking = Flags(rawValue: 1 << 17)
+        public static let skipMonitor = Flags(rawValue: 1 << 18)
+        public static let asking = Flags(rawValue: 1 << 19)
+        public static let noAsyncLoading = Flags(rawValue: 1 << 20)
+        public static let allowBusy = Flags(rawValue: 1 << 21)
+        /// Keys at positions the legacy (first, last, step) cannot give: derived from the key
+        /// specs, as Redis derives it.
+        public static let movableKeys = Flags(rawValue: 1 << 22)
 
-        /// Names as `COMMAND INFO` prints them.
+        /// Names as `COMMAND INFO` prints them, in Redis's order (`may_replicate` and Cairn's
+        /// own switches are not printed).
         public var names: [String] {
-            var out: [String] = []
-            if contains(.write) { out.append("write") }
-            if contains(.readonly) { out.append("readonly") }
-            if contains(.admin) { out.append("admin") }
-            if contains(.noAuth) { out.append("no_auth") }
-            if contains(.fast) { out.append("fast") }
-            if contains(.loading) { out.append("loading") }
-            if contains(.stale) { out.append("stale") }
-            if contains(.noTransaction) { out.append("no_multi") }
-            if contains(.skipSlowlog) { out.append("skip_slowlog") }
-            if contains(.noMandatoryKeys) { out.append("no_mandatory_keys") }
-            if contains(.mayReplicate) { out.append("may_replicate") }
-            return out
+            Self.printed.filter { contains($0.0) }.map(\.1)
         }
+
+        private static let printed: [(Flags, String)] = [
+            (.write, "write"), (.readonly, "readonly"), (.denyoom, "denyoom"), (.admin, "admin"), (.pubsub, "pubsub"),
+            (.noscript, "noscript"), (.blocking, "blocking"), (.loading, "loading"), (.stale, "stale"),
+            (.skipMonitor, "skip_monitor"), (.skipSlowlog, "skip_slowlog"), (.asking, "asking"), (.fast, "fast"),
+            (.noAuth, "no_auth"), (.noMandatoryKeys, "no_mandatory_keys"), (.noAsyncLoading, "no_async_loading"),
+            (.noTransaction, "no_multi"), (.movableKeys, "movablekeys"), (.allowBusy, "allow_busy"),
+        ]
     }
 
-    init(
-        _ name: String, arity: Int, flags: Flags = [], keys: (Int, Int, Int) = (0, 0, 0),
-        group: String, since: String = "1.0.0", summary: String, arguments: String = "",
-        subcommands: [Command] = [],
-        handler: @escaping Handler
-    ) {
+    /// The table's entry for `name` (`get`, `client|setname`), with its facts from the spec,
+    /// answered by `handler`; a container lists its `subcommands`. A name the spec lacks gets
+    /// an arity no request fits, and `CommandTable.unspecified` names it.
+    init(_ name: String, subcommands: [Command] = [], handler: @escaping Handler) {
         storage = Storage(
-            name: name, arity: arity, flags: flags, keys: keys, group: group, summary: summary, since: since,
-            arguments: arguments, handler: handler,
+            spec: CommandSpec.named[name] ?? .missing(name), handler: handler,
             subcommands: Dictionary(uniqueKeysWithValues: subcommands.map { ($0.name.split(separator: "|").last.map(String.init) ?? $0.name, $0) }))
     }
 

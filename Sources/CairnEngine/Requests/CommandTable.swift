@@ -1,4 +1,5 @@
-/// All commands by lower-case name. The same table dispatches requests and answers `COMMAND`.
+/// All commands by lower-case name: the spec's entries (`CommandSpec.all`) bound to their
+/// handlers. The same table dispatches requests and answers `COMMAND`.
 public struct CommandTable: Sendable {
     public let commands: [String: Command]
     /// Top-level commands sorted by name (COMMAND, COMMAND DOCS).
@@ -7,6 +8,10 @@ public struct CommandTable: Sendable {
     let indexedNames: [String]
     /// The commands whose names pack into a `CommandName`, by it.
     private let byPackedName: [CommandName: Command]
+    /// Handlers bound to a name the spec lacks, and spec entries no handler answers: both
+    /// empty (CommandSpecTests), so a command cannot exist in one place only.
+    let unspecified: [String]
+    let unbound: [String]
 
     init(_ families: [[Command]]) {
         var commands: [String: Command] = [:]
@@ -15,7 +20,6 @@ public struct CommandTable: Sendable {
         func indexed(_ c: Command) -> Command {
             var copy = c
             copy.index = names.count
-            copy.aclCategories = ACLCategories.of(c)
             names.append(c.name)
             copy.subcommands = c.subcommands.mapValues(indexed)
             return copy
@@ -32,6 +36,9 @@ public struct CommandTable: Sendable {
         }
         self.byPackedName = packed
         self.sorted = commands.values.sorted { $0.name < $1.name }
+        let bound = Set(names)
+        self.unspecified = names.filter { CommandSpec.named[$0] == nil }.sorted()
+        self.unbound = CommandSpec.all.map(\.name).filter { !bound.contains($0) }
     }
 
     /// The top-level command a request names (its first argument, in any case), or nil.
@@ -39,6 +46,15 @@ public struct CommandTable: Sendable {
     func command(named bytes: [UInt8]) -> Command? {
         if let key = CommandName(lowercasing: bytes) { return byPackedName[key] }
         return commands[Bytes.lowercased(bytes)]
+    }
+
+    /// A command or subcommand by its full name as COMMAND INFO and DOCS take it, in any case:
+    /// `get`, `config` or `config|get`; nil for anything else.
+    func named(_ bytes: [UInt8]) -> Command? {
+        let parts = Bytes.lowercased(bytes).split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count <= 2, let top = commands[parts[0]] else { return nil }
+        guard parts.count == 2 else { return top }
+        return top.subcommands[parts[1]]
     }
 
     /// A command or subcommand by name: `get`, `client|setname`, or `client setname`.

@@ -4,11 +4,7 @@ extension BlockingListCommands {
     /// CLIENT UNBLOCK: https://redis.io/docs/latest/commands/client-unblock/
     /// Ends another client's blocking pop: 1 when it was blocked, 0 otherwise. TIMEOUT (the
     /// default) answers it as a timeout would, ERROR with `-UNBLOCKED`.
-    static let clientUnblock = Command(
-        "client|unblock", arity: -3, flags: [.admin], group: "connection", since: "5.0.0",
-        summary: "Unblocks a client blocked by a blocking command from a different connection.",
-        arguments: "client-id [TIMEOUT|ERROR]"
-    ) { call, out throws(CommandError) in
+    static let clientUnblock = Command("client|unblock") { call, out throws(CommandError) in
         let id = try call.integer(2)
         var withError = false
         if call.count == 4 {

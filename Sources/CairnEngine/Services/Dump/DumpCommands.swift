@@ -9,11 +9,8 @@ import RESP
 /// RESTORE checks IDLETIME and FREQ as Redis does and then ignores them.
 enum DumpCommands {
     static let all: [Command] = [
-        Command("dump", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "generic", since: "2.6.0",
-                summary: "Returns a serialized representation of the value stored at a key.", arguments: "key", handler: dump).measuringMembers(),
-        Command("restore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "generic", since: "2.6.0",
-                summary: "Creates a key from the serialized representation of a value.",
-                arguments: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", handler: restore),
+        Command("dump", handler: dump).measuringMembers(),
+        Command("restore", handler: restore),
         MigrateCommand.command,
     ]
 

@@ -9,12 +9,7 @@ import RESP
 /// holds no key lock while it waits, so a key written during a MIGRATE may be deleted after it
 /// was sent with its older value (Redis cannot interleave such a write).
 enum MigrateCommand {
-    static let command = Command(
-        "migrate", arity: -6, flags: [.write, .long], group: "generic", since: "2.6.0",
-        summary: "Atomically transfers a key from one Redis instance to another.",
-        arguments: "host port <key | \"\"> destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key [key ...]]",
-        handler: migrate
-    ).movingKeys(keys)
+    static let command = Command("migrate", handler: migrate).movingKeys(keys)
 
     /// The keys of a MIGRATE request: those after KEYS, or the key argument.
     static func keys(_ argv: [[UInt8]]) -> [[UInt8]] {

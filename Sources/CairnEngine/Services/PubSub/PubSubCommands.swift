@@ -7,50 +7,41 @@ import RESP
 /// MULTI or scripts.
 enum PubSubCommands {
     static let all: [Command] = [
-        Command("subscribe", arity: -2, flags: [.noTransaction, .fast], group: "pubsub", since: "2.0.0",
-                summary: "Listens for messages published to channels.", arguments: "channel [channel ...]") { call, out throws(CommandError) in
+        Command("subscribe") { call, out throws(CommandError) in
             try subscribe(call, &out, pattern: false)
         },
-        Command("psubscribe", arity: -2, flags: [.noTransaction, .fast], group: "pubsub", since: "2.0.0",
-                summary: "Listens for messages published to channels that match one or more patterns.", arguments: "pattern [pattern ...]") {
+        Command("psubscribe") {
             call, out throws(CommandError) in
             try subscribe(call, &out, pattern: true)
         },
-        Command("unsubscribe", arity: -1, flags: [.noTransaction, .fast], group: "pubsub", since: "2.0.0",
-                summary: "Stops listening to messages posted to channels.", arguments: "[channel [channel ...]]") { call, out throws(CommandError) in
+        Command("unsubscribe") { call, out throws(CommandError) in
             unsubscribe(call, &out, pattern: false)
         },
-        Command("punsubscribe", arity: -1, flags: [.noTransaction, .fast], group: "pubsub", since: "2.0.0",
-                summary: "Stops listening to messages published to channels that match one or more patterns.", arguments: "[pattern [pattern ...]]") {
+        Command("punsubscribe") {
             call, out throws(CommandError) in
             unsubscribe(call, &out, pattern: true)
         },
-        Command("publish", arity: 3, flags: [.fast], group: "pubsub", since: "2.0.0",
-                summary: "Posts a message to a channel.", arguments: "channel message") { call, out throws(CommandError) in
+        Command("publish") { call, out throws(CommandError) in
             out.integer(call.engine.pubsub.publish(call[2], to: call[1]))
         },
-        Command("pubsub", arity: -2, group: "pubsub", since: "2.8.0", summary: "A container for Pub/Sub commands.",
-                subcommands: [
-                    Command("pubsub|channels", arity: -2, group: "pubsub", since: "2.8.0",
-                            summary: "Returns the active channels.", arguments: "[pattern]") { call, out throws(CommandError) in
+        Command("pubsub", subcommands: [
+                    Command("pubsub|channels") { call, out throws(CommandError) in
                         guard call.count <= 3 else { throw .arity(call.name) }
                         let names = call.engine.pubsub.activeChannels(matching: call.count == 3 ? call[2] : nil)
                         out.arrayHeader(names.count)
                         for n in names { out.bulk(n) }
                     },
-                    Command("pubsub|numsub", arity: -2, group: "pubsub", since: "2.8.0",
-                            summary: "Returns a count of subscribers to channels.", arguments: "[channel [channel ...]]") { call, out throws(CommandError) in
+                    Command("pubsub|numsub") { call, out throws(CommandError) in
                         out.arrayHeader((call.count - 2) * 2)
                         for i in 2..<call.count {
                             out.bulk(call[i])
                             out.integer(call.engine.pubsub.subscriberCount(call[i]))
                         }
                     },
-                    Command("pubsub|numpat", arity: 2, group: "pubsub", since: "2.8.0",
-                            summary: "Returns a count of unique pattern subscriptions.") { call, out throws(CommandError) in
+                    Command("pubsub|numpat") { call, out throws(CommandError) in
                         out.integer(call.engine.pubsub.patternCount)
                     },
-                    Command("pubsub|help", arity: 2, group: "pubsub", since: "6.2.0", summary: "Returns helpful text about the different subcommands.") {
+                    Command("pubsub|help") {
                         _, out throws(CommandError) in
                         let lines = [
                             "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

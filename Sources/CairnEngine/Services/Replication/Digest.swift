@@ -9,8 +9,7 @@ import Rocks
 /// drops at its own pace, do not count). 40 zeros for an empty database, as Redis.
 enum DigestCommands {
     static let all: [Command] = [
-        Command("debug", arity: -2, flags: [.admin, .noTransaction, .long], group: "server", since: "1.0.0",
-                summary: "Diagnostics: DEBUG DIGEST returns a digest of the whole data set.", arguments: "DIGEST") {
+        Command("debug") {
             call, out throws(CommandError) in
             guard call[1].isKeyword("DIGEST"), call.count == 2 else {
                 throw CommandError("ERR", "DEBUG \(call.text(1)) is not supported: Cairn has DEBUG DIGEST")

@@ -5,19 +5,11 @@ import Rocks
 /// REPLICAOF, SLAVEOF, ROLE, WAIT, REPLCONF, PSYNC, SYNC: https://redis.io/docs/latest/operate/oss_and_stack/management/replication/
 enum ReplicationCommands {
     static let all: [Command] = [
-        Command("replicaof", arity: 3, flags: [.admin, .stale], group: "server", since: "5.0.0",
-                summary: "Makes the server a replica of another server, or promotes it to a primary.", arguments: "host port | NO ONE",
-                handler: replicaOf).reaching(ReplicationCommands.replacesEverything),
-        Command("slaveof", arity: 3, flags: [.admin, .stale], group: "server", since: "1.0.0",
-                summary: "Makes the server a replica of another server, or promotes it to a primary (old name of REPLICAOF).",
-                arguments: "host port | NO ONE", handler: replicaOf).reaching(ReplicationCommands.replacesEverything),
-        Command("role", arity: 1, flags: [.loading, .stale, .fast], group: "server", since: "2.8.12",
-                summary: "Returns the replication role.", handler: role),
-        Command("wait", arity: 3, flags: [], group: "generic", since: "3.0.0",
-                summary: "Blocks until the writes sent before it were acknowledged by the given number of replicas, or the timeout.",
-                arguments: "numreplicas timeout", handler: wait),
-        Command("replconf", arity: -1, flags: [.admin, .loading, .stale], group: "server", since: "3.0.0",
-                summary: "An internal command of the replication handshake.") { call, out throws(CommandError) in
+        Command("replicaof", handler: replicaOf).reaching(ReplicationCommands.replacesEverything),
+        Command("slaveof", handler: replicaOf).reaching(ReplicationCommands.replacesEverything),
+        Command("role", handler: role),
+        Command("wait", handler: wait),
+        Command("replconf") { call, out throws(CommandError) in
             var i = 1
             while i + 1 < call.count {
                 if call[i].isKeyword("LISTENING-PORT") {
@@ -36,11 +28,8 @@ enum ReplicationCommands {
             guard i == call.count else { throw .syntax }
             out.simpleString("OK")
         },
-        Command("psync", arity: -3, flags: [.admin, .noTransaction], group: "server", since: "2.8.0",
-                summary: "Starts a replication stream from this server (a full or a partial sync).",
-                arguments: "replicationid offset", handler: psync).reachingEverything(write: false),
-        Command("sync", arity: 1, flags: [.admin, .noTransaction], group: "server", since: "1.0.0",
-                summary: "An old replication handshake; Cairn replicas use PSYNC.") { _, _ throws(CommandError) in
+        Command("psync", handler: psync).reachingEverything(write: false),
+        Command("sync") { _, _ throws(CommandError) in
             throw CommandError("ERR", "SYNC (an RDB stream) is not supported: Cairn replicates between Cairn servers with PSYNC")
         },
         FailoverCommand.command,

@@ -89,10 +89,7 @@ extension Replication {
 /// FAILOVER [TO host port] [TIMEOUT ms] [FORCE] | ABORT (Redis 6.2): hands this primary's role
 /// to a replica without losing writes, by the same hand-over as above.
 enum FailoverCommand {
-    static let command = Command(
-        "failover", arity: -1, flags: [.admin, .stale, .noTransaction], group: "server", since: "6.2.0",
-        summary: "Hands the primary role to a replica, losing no write.", arguments: "[TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]"
-    ) { call, out throws(CommandError) in
+    static let command = Command("failover") { call, out throws(CommandError) in
         let r = call.engine.replication
         if call.count == 2 && call[1].isKeyword("ABORT") {
             let aborted = r.state.withLock { s -> Bool in

@@ -11,15 +11,13 @@ enum FunctionCommands {
     static let notFound = CommandError("ERR", "Function not found")
 
     static let all: [Command] = [
-        fcallCommand("fcall", summary: "Invokes a function.", readOnly: false),
-        fcallCommand("fcall_ro", summary: "Invokes a read-only function.", readOnly: true),
-        Command("function", arity: -2, group: "scripting", since: "7.0.0", summary: "A container for function commands.",
-                subcommands: subcommands) { _, _ throws(CommandError) in },
+        fcallCommand("fcall", readOnly: false),
+        fcallCommand("fcall_ro", readOnly: true),
+        Command("function", subcommands: subcommands) { _, _ throws(CommandError) in },
     ]
 
-    private static func fcallCommand(_ name: String, summary: String, readOnly: Bool) -> Command {
-        Command(name, arity: -3, flags: readOnly ? [.readonly, .long, .stale, .noMandatoryKeys] : [.long, .stale, .noMandatoryKeys],
-                group: "scripting", since: "7.0.0", summary: summary, arguments: "function numkeys [key [key ...]] [arg [arg ...]]") {
+    private static func fcallCommand(_ name: String, readOnly: Bool) -> Command {
+        Command(name) {
             call, out throws(CommandError) in
             let scripting = call.engine.scripting
             guard let (library, function) = try scripting.libraries(call.engine).function(named: call.text(1)) else { throw notFound }
@@ -35,8 +33,7 @@ enum FunctionCommands {
     }
 
     static let subcommands: [Command] = [
-        Command("function|load", arity: -3, flags: [.write, .long], group: "scripting", since: "7.0.0",
-                summary: "Creates a library.", arguments: "[REPLACE] function-code") { call, out throws(CommandError) in
+        Command("function|load") { call, out throws(CommandError) in
             var replace = false
             for i in 2..<(call.count - 1) {
                 guard call[i].isKeyword("REPLACE") else { throw CommandError("ERR", "Unknown option given: \(call.text(i))") }
@@ -44,13 +41,11 @@ enum FunctionCommands {
             }
             out.bulk(try call.engine.scripting.loadLibrary(call.engine, code: call[call.count - 1], replace: replace))
         },
-        Command("function|delete", arity: 3, flags: [.write, .long], group: "scripting", since: "7.0.0",
-                summary: "Deletes a library and its functions.", arguments: "library-name") { call, out throws(CommandError) in
+        Command("function|delete") { call, out throws(CommandError) in
             try call.engine.scripting.deleteLibrary(call.engine, name: call.text(2))
             out.simpleString("OK")
         },
-        Command("function|flush", arity: -2, flags: [.write, .long], group: "scripting", since: "7.0.0",
-                summary: "Deletes all libraries and functions.", arguments: "[ASYNC|SYNC]") { call, out throws(CommandError) in
+        Command("function|flush") { call, out throws(CommandError) in
             if call.count > 3 {
                 throw CommandError("ERR", "unknown subcommand or wrong number of arguments for '\(call.text(1))'. Try FUNCTION HELP.")
             }
@@ -60,8 +55,7 @@ enum FunctionCommands {
             try call.engine.scripting.flushLibraries(call.engine)
             out.simpleString("OK")
         },
-        Command("function|list", arity: -2, flags: [.long], group: "scripting", since: "7.0.0",
-                summary: "Returns information about all libraries.", arguments: "[LIBRARYNAME library-name-pattern] [WITHCODE]") {
+        Command("function|list") {
             call, out throws(CommandError) in
             var withCode = false
             var pattern: [UInt8]?
@@ -84,12 +78,10 @@ enum FunctionCommands {
             out.arrayHeader(libraries.count)
             for library in libraries { write(library, withCode: withCode, to: &out) }
         },
-        Command("function|dump", arity: 2, flags: [.long], group: "scripting", since: "7.0.0",
-                summary: "Dumps all libraries into a serialized binary payload.") { call, out throws(CommandError) in
+        Command("function|dump") { call, out throws(CommandError) in
             out.bulk(FunctionPayload.encode(try call.engine.scripting.libraries(call.engine).sorted.map(\.code)))
         },
-        Command("function|restore", arity: -3, flags: [.write, .long], group: "scripting", since: "7.0.0",
-                summary: "Restores all libraries from a payload.", arguments: "serialized-value [FLUSH|APPEND|REPLACE]") {
+        Command("function|restore") {
             call, out throws(CommandError) in
             if call.count > 4 {
                 throw CommandError("ERR", "unknown subcommand or wrong number of arguments for '\(call.text(1))'. Try FUNCTION HELP.")
@@ -109,8 +101,7 @@ enum FunctionCommands {
             try call.engine.scripting.restoreLibraries(call.engine, payload: call[2], policy: policy)
             out.simpleString("OK")
         },
-        Command("function|stats", arity: 2, flags: [.stale], group: "scripting", since: "7.0.0",
-                summary: "Returns information about a function during execution.") { call, out throws(CommandError) in
+        Command("function|stats") { call, out throws(CommandError) in
             let scripting = call.engine.scripting
             if let target = scripting.runningTarget, !target.isFunction { throw scripting.busyError(function: false) }
             let set = try scripting.libraries(call.engine)
@@ -137,13 +128,11 @@ enum FunctionCommands {
             out.bulk("functions_count")
             out.integer(set.functionCount)
         },
-        Command("function|kill", arity: 2, flags: [.stale], group: "scripting", since: "7.0.0",
-                summary: "Terminates a function during execution.") { call, out throws(CommandError) in
+        Command("function|kill") { call, out throws(CommandError) in
             try call.engine.scripting.kill(function: true)
             out.simpleString("OK")
         },
-        Command("function|help", arity: 2, flags: [.stale], group: "scripting", since: "7.0.0",
-                summary: "Returns helpful text about the different subcommands.") { _, out throws(CommandError) in
+        Command("function|help") { _, out throws(CommandError) in
             out.arrayHeader(help.count)
             for l in help { out.simpleString(l) }
         },

@@ -63,18 +63,10 @@ final class ScriptRun {
         self.stop = stop
     }
 
-    /// Commands a script may not run (Redis's `noscript` flag, and Cairn's commands that act
-    /// on the connection or outside the script's batch).
-    static let refused: Set<String> = [
-        "multi", "exec", "discard", "watch", "unwatch", "eval", "evalsha", "eval_ro", "evalsha_ro", "script",
-        "function", "fcall", "fcall_ro", "auth", "hello", "reset", "quit", "shutdown", "monitor", "subscribe",
-        "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe", "blpop", "brpop", "blmove",
-        "brpoplpush", "blmpop", "bzpopmin", "bzpopmax", "bzmpop", "xread", "xreadgroup", "wait", "replicaof",
-        "slaveof", "sync", "psync", "client", "snapshot.create", "snapshot.release", "snapshot.use",
-        "snapshot.list", "iter.open", "iter.seek", "iter.next", "iter.prev", "iter.close",
-        // Redis 7's other `noscript` commands: server settings and diagnostics.
-        "config", "acl", "debug", "failover", "latency", "slowlog", "bgsave", "save", "replconf",
-    ]
+    /// Commands a script may not run besides those the spec flags `noscript` (Redis's) or
+    /// `no_multi` (they act outside the script's batch): BLMPOP and BZMPOP, and every
+    /// subcommand of the containers whose other subcommands Redis refuses (HELP included).
+    static let refused: Set<String> = ["blmpop", "bzmpop", "acl", "client", "config", "function", "latency", "script", "slowlog"]
 
     /// Runs one `redis.call`/`redis.pcall` and returns its reply (an error reply for a refusal).
     func execute(_ argv: [[UInt8]]) -> RESPValue {
@@ -92,7 +84,7 @@ final class ScriptRun {
             return .error(error.wire)
         }
         let top = command.name.split(separator: "|").first.map(String.init) ?? command.name
-        if ScriptRun.refused.contains(top) || command.flags.contains(.noTransaction) {
+        if !command.flags.isDisjoint(with: [.noscript, .noTransaction]) || ScriptRun.refused.contains(top) {
             return .error("ERR This Redis command is not allowed from script")
         }
         if readOnly && (command.flags.contains(.write) || command.flags.contains(.mayReplicate)) {

@@ -12,12 +12,11 @@ enum ScriptingCommands {
     static let noScript = CommandError("NOSCRIPT", "No matching script. Please use EVAL.")
 
     static let all: [Command] = [
-        evalCommand("eval", summary: "Executes a server-side Lua script.", bySHA: false, readOnly: false),
-        evalCommand("evalsha", summary: "Executes a server-side Lua script by SHA1 digest.", bySHA: true, readOnly: false),
-        evalCommand("eval_ro", summary: "Executes a read-only server-side Lua script.", bySHA: false, readOnly: true),
-        evalCommand("evalsha_ro", summary: "Executes a read-only server-side Lua script by SHA1 digest.", bySHA: true, readOnly: true),
-        Command("script", arity: -2, group: "scripting", since: "2.6.0", summary: "A container for Lua scripts management commands.",
-                subcommands: scriptSubcommands) { _, _ throws(CommandError) in },
+        evalCommand("eval", bySHA: false, readOnly: false),
+        evalCommand("evalsha", bySHA: true, readOnly: false),
+        evalCommand("eval_ro", bySHA: false, readOnly: true),
+        evalCommand("evalsha_ro", bySHA: true, readOnly: true),
+        Command("script", subcommands: scriptSubcommands) { _, _ throws(CommandError) in },
     ] + FunctionCommands.all
 
     /// The keys of an EVAL-style request: `numkeys` then that many keys (none when malformed).
@@ -26,11 +25,8 @@ enum ScriptingCommands {
         return Array(argv[3..<(3 + Int(n))])
     }
 
-    private static func evalCommand(_ name: String, summary: String, bySHA: Bool, readOnly: Bool) -> Command {
-        Command(name, arity: -3, flags: readOnly ? [.readonly, .long, .stale, .noMandatoryKeys] : [.long, .stale, .noMandatoryKeys],
-                group: "scripting",
-                since: readOnly ? "7.0.0" : "2.6.0", summary: summary,
-                arguments: bySHA ? "sha1 numkeys [key [key ...]] [arg [arg ...]]" : "script numkeys [key [key ...]] [arg [arg ...]]") {
+    private static func evalCommand(_ name: String, bySHA: Bool, readOnly: Bool) -> Command {
+        Command(name) {
             call, out throws(CommandError) in
             // A digest of the wrong length can match nothing: Redis answers so before numkeys.
             if bySHA && call[1].count != 40 { throw noScript }
@@ -48,18 +44,15 @@ enum ScriptingCommands {
     }
 
     static let scriptSubcommands: [Command] = [
-        Command("script|load", arity: 3, flags: [.long, .stale], group: "scripting", since: "2.6.0",
-                summary: "Loads a server-side Lua script to the script cache.", arguments: "script") { call, out throws(CommandError) in
+        Command("script|load") { call, out throws(CommandError) in
             out.bulk(try call.engine.scripting.load(call[2]))
         },
-        Command("script|exists", arity: -3, flags: [.stale], group: "scripting", since: "2.6.0",
-                summary: "Determines whether server-side Lua scripts exist in the script cache.", arguments: "sha1 [sha1 ...]") {
+        Command("script|exists") {
             call, out throws(CommandError) in
             out.arrayHeader(call.count - 2)
             for i in 2..<call.count { out.integer(call.engine.scripting.exists(Bytes.lowercased(call[i])) ? 1 : 0) }
         },
-        Command("script|flush", arity: -2, flags: [.long, .stale], group: "scripting", since: "2.6.0",
-                summary: "Removes all server-side Lua scripts from the script cache.", arguments: "[ASYNC|SYNC]") {
+        Command("script|flush") {
             call, out throws(CommandError) in
             guard call.count == 2 || (call.count == 3 && (call[2].isKeyword("ASYNC") || call[2].isKeyword("SYNC"))) else {
                 throw CommandError("ERR", "SCRIPT FLUSH only support SYNC|ASYNC option")
@@ -67,13 +60,11 @@ enum ScriptingCommands {
             call.engine.scripting.flush()
             out.simpleString("OK")
         },
-        Command("script|kill", arity: 2, flags: [.stale], group: "scripting", since: "2.6.0",
-                summary: "Terminates a server-side Lua script during execution.") { call, out throws(CommandError) in
+        Command("script|kill") { call, out throws(CommandError) in
             try call.engine.scripting.kill(function: false)
             out.simpleString("OK")
         },
-        Command("script|help", arity: 2, flags: [.stale], group: "scripting", since: "5.0.0",
-                summary: "Returns helpful text about the different subcommands.") { _, out throws(CommandError) in
+        Command("script|help") { _, out throws(CommandError) in
             let lines = [
                 "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                 "EXISTS <sha1> [<sha1> ...]",

@@ -9,15 +9,10 @@ import RESP
 /// every other sorted-set command see the same key, and replies equal redis-server 7.0's.
 enum GeoCommands {
     static let all: [Command] = Command.batchingWrites([
-        Command("geoadd", arity: -5, flags: [.write], keys: (1, 1, 1), group: "geo", since: "3.2.0",
-                summary: "Adds one or more members to a geospatial index. The key is created if it doesn't exist.",
-                arguments: "key [NX|XX] [CH] longitude latitude member [longitude latitude member ...]", handler: add),
+        Command("geoadd", handler: add),
     ]) + [
-        Command("geodist", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "geo", since: "3.2.0",
-                summary: "Returns the distance between two members of a geospatial index.",
-                arguments: "key member1 member2 [M|KM|FT|MI]", handler: distance),
-        Command("geohash", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "geo", since: "3.2.0",
-                summary: "Returns members from a geospatial index as geohash strings.", arguments: "key [member [member ...]]") {
+        Command("geodist", handler: distance),
+        Command("geohash") {
             call, out throws(CommandError) in
             let scores = try scores(call)
             out.arrayHeader(scores.count)
@@ -25,8 +20,7 @@ enum GeoCommands {
                 if let score { out.bulk(GeoHash.standardText(ofScore: score)) } else { out.null() }
             }
         },
-        Command("geopos", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "geo", since: "3.2.0",
-                summary: "Returns the longitude and latitude of members from a geospatial index.", arguments: "key [member [member ...]]") {
+        Command("geopos") {
             call, out throws(CommandError) in
             let scores = try scores(call)
             out.arrayHeader(scores.count)

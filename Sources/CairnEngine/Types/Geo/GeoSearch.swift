@@ -29,39 +29,27 @@ enum GeoSearch {
     }
 
     static let all: [Command] = [
-        Command("georadius", arity: -6, flags: [.write], keys: (1, 1, 1), group: "geo", since: "3.2.0",
-                summary: "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.",
-                arguments: "key longitude latitude radius M|KM|FT|MI [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC|DESC] [STORE key] [STOREDIST key]") {
+        Command("georadius") {
             call, out throws(CommandError) in
             try search(call, &out, Form(centre: .coordinates, storing: true))
         }.measuringMembers().movingKeys(radiusKeys),
-        Command("georadius_ro", arity: -6, flags: [.readonly], keys: (1, 1, 1), group: "geo", since: "3.2.10",
-                summary: "Returns members from a geospatial index that are within a distance from a coordinate.",
-                arguments: "key longitude latitude radius M|KM|FT|MI [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC|DESC]") {
+        Command("georadius_ro") {
             call, out throws(CommandError) in
             try search(call, &out, Form(centre: .coordinates))
         }.measuringMembers(),
-        Command("georadiusbymember", arity: -5, flags: [.write], keys: (1, 1, 1), group: "geo", since: "3.2.0",
-                summary: "Queries a geospatial index for members within a distance from a member, optionally stores the result.",
-                arguments: "key member radius M|KM|FT|MI [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC|DESC] [STORE key] [STOREDIST key]") {
+        Command("georadiusbymember") {
             call, out throws(CommandError) in
             try search(call, &out, Form(centre: .member, storing: true))
         }.measuringMembers().movingKeys(radiusKeys),
-        Command("georadiusbymember_ro", arity: -5, flags: [.readonly], keys: (1, 1, 1), group: "geo", since: "3.2.10",
-                summary: "Returns members from a geospatial index that are within a distance from a member.",
-                arguments: "key member radius M|KM|FT|MI [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC|DESC]") {
+        Command("georadiusbymember_ro") {
             call, out throws(CommandError) in
             try search(call, &out, Form(centre: .member))
         }.measuringMembers(),
-        Command("geosearch", arity: -7, flags: [.readonly], keys: (1, 1, 1), group: "geo", since: "6.2.0",
-                summary: "Queries a geospatial index for members inside an area of a box or a circle.",
-                arguments: "key [FROMMEMBER member] [FROMLONLAT longitude latitude] [BYRADIUS radius M|KM|FT|MI] [BYBOX width height M|KM|FT|MI] [ASC|DESC] [COUNT count [ANY]] [WITHCOORD] [WITHDIST] [WITHHASH]") {
+        Command("geosearch") {
             call, out throws(CommandError) in
             try search(call, &out, Form(centre: .options))
         }.measuringMembers(),
-        Command("geosearchstore", arity: -8, flags: [.write], keys: (1, 2, 1), group: "geo", since: "6.2.0",
-                summary: "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.",
-                arguments: "destination source [FROMMEMBER member] [FROMLONLAT longitude latitude] [BYRADIUS radius M|KM|FT|MI] [BYBOX width height M|KM|FT|MI] [ASC|DESC] [COUNT count [ANY]] [STOREDIST]") {
+        Command("geosearchstore") {
             call, out throws(CommandError) in
             try search(call, &out, Form(centre: .options, searchStore: true))
         }.measuringMembers(),

@@ -10,19 +10,16 @@ enum HashCommands {
     static let all: [Command] = Command.batchingWrites(commands)
 
     private static let commands: [Command] = [
-        Command("hset", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Creates or modifies the value of a field in a hash.", arguments: "key field value [field value ...]") {
+        Command("hset") {
             call, out throws(CommandError) in
             out.integer(try set(call))
         },
-        Command("hmset", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Sets the values of multiple fields.", arguments: "key field value [field value ...]") {
+        Command("hmset") {
             call, out throws(CommandError) in
             _ = try set(call)
             out.simpleString("OK")
         },
-        Command("hsetnx", arity: 4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Sets the value of a field in a hash only when the field doesn't exist.", arguments: "key field value") {
+        Command("hsetnx") {
             call, out throws(CommandError) in
             let created = try call.locked(call[1]) { () throws(CommandError) -> Bool in
                 var change = try call.change(call[1], .hash)
@@ -34,16 +31,14 @@ enum HashCommands {
             }
             out.integer(created ? 1 : 0)
         },
-        Command("hget", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Returns the value of a field in a hash.", arguments: "key field") { call, out throws(CommandError) in
+        Command("hget") { call, out throws(CommandError) in
             guard let meta = try call.collection(call[1], .hash), let value = try call.member(meta, of: call[1], .member, call[2]) else {
                 out.null()
                 return
             }
             out.bulk(value)
         },
-        Command("hmget", arity: -3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Returns the values of all fields in a hash.", arguments: "key field [field ...]") { call, out throws(CommandError) in
+        Command("hmget") { call, out throws(CommandError) in
             let fields = Array(call.argv[2...])
             let values = try call.collection(call[1], .hash).map { (meta: CollectionMetadata) throws(CommandError) -> [[UInt8]?] in
                 try call.members(meta, of: call[1], .member, fields)
@@ -51,9 +46,7 @@ enum HashCommands {
             out.arrayHeader(values.count)
             for v in values { if let v { out.bulk(v) } else { out.null() } }
         },
-        Command("hdel", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
-                arguments: "key field [field ...]") { call, out throws(CommandError) in
+        Command("hdel") { call, out throws(CommandError) in
             let removed = try call.locked(call[1]) { () throws(CommandError) -> Int in
                 guard var change = try call.existing(call[1], .hash) else { return 0 }
                 var seen = Set<ByteKey>()
@@ -67,42 +60,34 @@ enum HashCommands {
             }
             out.integer(removed)
         },
-        Command("hlen", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Returns the number of fields in a hash.", arguments: "key") { call, out throws(CommandError) in
+        Command("hlen") { call, out throws(CommandError) in
             out.integer(Int64(try call.collection(call[1], .hash)?.size ?? 0))
         },
-        Command("hstrlen", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "hash", since: "3.2.0",
-                summary: "Returns the length of the value of a field.", arguments: "key field") { call, out throws(CommandError) in
+        Command("hstrlen") { call, out throws(CommandError) in
             let value = try call.collection(call[1], .hash).flatMap { (meta: CollectionMetadata) throws(CommandError) -> [UInt8]? in
                 try call.member(meta, of: call[1], .member, call[2])
             }
             out.integer(value?.count ?? 0)
         },
-        Command("hexists", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Determines whether a field exists in a hash.", arguments: "key field") { call, out throws(CommandError) in
+        Command("hexists") { call, out throws(CommandError) in
             let value = try call.collection(call[1], .hash).flatMap { (meta: CollectionMetadata) throws(CommandError) -> [UInt8]? in
                 try call.member(meta, of: call[1], .member, call[2])
             }
             out.integer(value == nil ? 0 : 1)
         },
-        Command("hkeys", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Returns all fields in a hash.", arguments: "key") { call, out throws(CommandError) in
+        Command("hkeys") { call, out throws(CommandError) in
             try writeAll(call, &out) { field, _, w in w.bulk(field) }
         }.measuringMembers(),
-        Command("hvals", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Returns all values in a hash.", arguments: "key") { call, out throws(CommandError) in
+        Command("hvals") { call, out throws(CommandError) in
             try writeAll(call, &out) { _, value, w in w.bulk(value) }
         }.measuringMembers(),
-        Command("hgetall", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Returns all fields and values in a hash.", arguments: "key") { call, out throws(CommandError) in
+        Command("hgetall") { call, out throws(CommandError) in
             try writeAll(call, &out, map: true) { field, value, w in
                 w.bulk(field)
                 w.bulk(value)
             }
         }.measuringMembers(),
-        Command("hincrby", arity: 4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.0.0",
-                summary: "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.",
-                arguments: "key field increment") { call, out throws(CommandError) in
+        Command("hincrby") { call, out throws(CommandError) in
             let delta = try call.integer(3)
             let result = try call.locked(call[1]) { () throws(CommandError) -> Int64 in
                 var change = try call.change(call[1], .hash)
@@ -121,9 +106,7 @@ enum HashCommands {
             }
             out.integer(result)
         },
-        Command("hincrbyfloat", arity: 4, flags: [.write, .fast], keys: (1, 1, 1), group: "hash", since: "2.6.0",
-                summary: "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.",
-                arguments: "key field increment") { call, out throws(CommandError) in
+        Command("hincrbyfloat") { call, out throws(CommandError) in
             // In a C long double, as INCRBYFLOAT (StringCommands).
             guard let delta = LongDoubles.parse(call[3]) else { throw .notFloat }
             guard delta.isFinite else { throw CommandError("ERR", "value is NaN or Infinity") }
@@ -145,10 +128,8 @@ enum HashCommands {
             }
             out.bulk(text)
         },
-        Command("hrandfield", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "6.2.0",
-                summary: "Returns one or more random fields from a hash.", arguments: "key [count [WITHVALUES]]", handler: randomField),
-        Command("hscan", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "hash", since: "2.8.0",
-                summary: "Iterates over fields and values of a hash.", arguments: "key cursor [MATCH pattern] [COUNT count]") {
+        Command("hrandfield", handler: randomField),
+        Command("hscan") {
             call, out throws(CommandError) in
             try MemberScan.reply(call, .hash, &out) { value, out in out.bulk(value) }
         },

@@ -12,20 +12,12 @@ import RESP
 /// its primary's batches) and in disk-full mode. It then answers the same count without caching it.
 enum HyperLogLogCommands {
     static let all: [Command] = [
-        Command("pfadd", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "hyperloglog", since: "2.8.9",
-                summary: "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
-                arguments: "key [element [element ...]]", handler: add)
+        Command("pfadd", handler: add)
         .grouped { _, _ in .batched },
-        Command("pfcount", arity: -2, flags: [.readonly, .mayReplicate], keys: (1, -1, 1), group: "hyperloglog", since: "2.8.9",
-                summary: "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
-                arguments: "key [key ...]", handler: count),
-        Command("pfmerge", arity: -2, flags: [.write], keys: (1, -1, 1), group: "hyperloglog", since: "2.8.9",
-                summary: "Merges one or more HyperLogLog values into a single key.",
-                arguments: "destkey sourcekey [sourcekey ...]", handler: merge)
+        Command("pfcount", handler: count),
+        Command("pfmerge", handler: merge)
         .grouped { _, _ in .batched },
-        Command("pfdebug", arity: 3, flags: [.write, .admin], keys: (2, 2, 1), group: "hyperloglog", since: "2.8.9",
-                summary: "Internal commands for debugging HyperLogLog values.",
-                arguments: "subcommand key", handler: debug),
+        Command("pfdebug", handler: debug),
     ]
 
     /// PFADD key [element ...]: 1 when a register changed or the key was created, else 0.

@@ -8,30 +8,20 @@ import RESP
 /// empty, as in Redis.
 enum BlockingListCommands {
     static let all: [Command] = [
-        Command("blpop", arity: -3, flags: [.write], keys: (1, -2, 1), group: "list", since: "2.0.0",
-                summary: "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-                arguments: "key [key ...] timeout") { call, out throws(CommandError) in
+        Command("blpop") { call, out throws(CommandError) in
             try blockingPop(call, .left, &out)
         },
-        Command("brpop", arity: -3, flags: [.write], keys: (1, -2, 1), group: "list", since: "2.0.0",
-                summary: "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-                arguments: "key [key ...] timeout") { call, out throws(CommandError) in
+        Command("brpop") { call, out throws(CommandError) in
             try blockingPop(call, .right, &out)
         },
-        Command("blmove", arity: 6, flags: [.write], keys: (1, 2, 1), group: "list", since: "6.2.0",
-                summary: "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
-                arguments: "source destination LEFT|RIGHT LEFT|RIGHT timeout") { call, out throws(CommandError) in
+        Command("blmove") { call, out throws(CommandError) in
             guard let from = ListEnd(call[3]), let to = ListEnd(call[4]) else { throw .syntax }
             try blockingMove(call, from, to, timeoutAt: 5, &out)
         },
-        Command("brpoplpush", arity: 4, flags: [.write], keys: (1, 2, 1), group: "list", since: "2.2.0",
-                summary: "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
-                arguments: "source destination timeout") { call, out throws(CommandError) in
+        Command("brpoplpush") { call, out throws(CommandError) in
             try blockingMove(call, .right, .left, timeoutAt: 3, &out)
         },
-        Command("blmpop", arity: -5, flags: [.write], keys: (0, 0, 0), group: "list", since: "7.0.0",
-                summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-                arguments: "timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]") { call, out throws(CommandError) in
+        Command("blmpop") { call, out throws(CommandError) in
             let request = try MultiPop(call, numkeysAt: 2)
             let timeout = try call.blockTimeout(1)
             try call.block(keys: request.keys, timeout: timeout, out: &out, empty: { $0.nullArray() }) {

@@ -11,42 +11,28 @@ enum ListCommands {
     static let all: [Command] = Command.batchingWrites(commands)
 
     private static let commands: [Command] = [
-        Command("lpush", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
-                summary: "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
-                arguments: "key element [element ...]") { call, out throws(CommandError) in
+        Command("lpush") { call, out throws(CommandError) in
             out.integer(try push(call, .left, onlyExisting: false))
         },
-        Command("rpush", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
-                summary: "Appends one or more elements to a list. Creates the key if it doesn't exist.",
-                arguments: "key element [element ...]") { call, out throws(CommandError) in
+        Command("rpush") { call, out throws(CommandError) in
             out.integer(try push(call, .right, onlyExisting: false))
         },
-        Command("lpushx", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "2.2.0",
-                summary: "Prepends one or more elements to a list only when the list exists.",
-                arguments: "key element [element ...]") { call, out throws(CommandError) in
+        Command("lpushx") { call, out throws(CommandError) in
             out.integer(try push(call, .left, onlyExisting: true))
         },
-        Command("rpushx", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "2.2.0",
-                summary: "Appends an element to a list only when the list exists.",
-                arguments: "key element [element ...]") { call, out throws(CommandError) in
+        Command("rpushx") { call, out throws(CommandError) in
             out.integer(try push(call, .right, onlyExisting: true))
         },
-        Command("lpop", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
-                summary: "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
-                arguments: "key [count]") { call, out throws(CommandError) in
+        Command("lpop") { call, out throws(CommandError) in
             try pop(call, .left, &out)
         },
-        Command("rpop", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
-                summary: "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
-                arguments: "key [count]") { call, out throws(CommandError) in
+        Command("rpop") { call, out throws(CommandError) in
             try pop(call, .right, &out)
         },
-        Command("llen", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "list", since: "1.0.0",
-                summary: "Returns the length of a list.", arguments: "key") { call, out throws(CommandError) in
+        Command("llen") { call, out throws(CommandError) in
             out.integer(Int64(try call.list(call[1])?.size ?? 0))
         },
-        Command("lrange", arity: 4, flags: [.readonly], keys: (1, 1, 1), group: "list", since: "1.0.0",
-                summary: "Returns a range of elements from a list.", arguments: "key start stop") { call, out throws(CommandError) in
+        Command("lrange") { call, out throws(CommandError) in
             let start = try call.integer(2), stop = try call.integer(3)
             guard let meta = try call.list(call[1]), let (from, to) = Call.listRange(start, stop, size: meta.size) else {
                 out.arrayHeader(0)
@@ -77,8 +63,7 @@ enum ListCommands {
                 out.bytes.append(contentsOf: elements)
             }
         }.measuringRange(start: 2, stop: 3),
-        Command("lindex", arity: 3, flags: [.readonly], keys: (1, 1, 1), group: "list", since: "1.0.0",
-                summary: "Returns an element from a list by its index.", arguments: "key index") { call, out throws(CommandError) in
+        Command("lindex") { call, out throws(CommandError) in
             // The key before the index, as Redis checks them: a missing key is nil whatever
             // the index.
             guard let meta = try call.list(call[1]) else {
@@ -93,8 +78,7 @@ enum ListCommands {
             }
             out.bulk(value)
         },
-        Command("lset", arity: 4, flags: [.write], keys: (1, 1, 1), group: "list", since: "1.0.0",
-                summary: "Sets the value of an element in a list by its index.", arguments: "key index element") {
+        Command("lset") {
             call, out throws(CommandError) in
             try call.locked(call[1]) { () throws(CommandError) in
                 // The key before the index, as Redis checks them.
@@ -107,32 +91,18 @@ enum ListCommands {
             }
             out.simpleString("OK")
         },
-        Command("linsert", arity: 5, flags: [.write], keys: (1, 1, 1), group: "list", since: "2.2.0",
-                summary: "Inserts an element before or after another element in a list.",
-                arguments: "key BEFORE|AFTER pivot element", handler: insert).measuringMembers(),
-        Command("lrem", arity: 4, flags: [.write], keys: (1, 1, 1), group: "list", since: "1.0.0",
-                summary: "Removes elements from a list. Deletes the list if the last element was removed.",
-                arguments: "key count element", handler: remove).measuringMembers(),
-        Command("ltrim", arity: 4, flags: [.write], keys: (1, 1, 1), group: "list", since: "1.0.0",
-                summary: "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
-                arguments: "key start stop", handler: trim).measuringMembers(),
-        Command("lpos", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "list", since: "6.0.6",
-                summary: "Returns the index of matching elements in a list.",
-                arguments: "key element [RANK rank] [COUNT num-matches] [MAXLEN len]", handler: position).measuringMembers(),
-        Command("lmove", arity: 5, flags: [.write], keys: (1, 2, 1), group: "list", since: "6.2.0",
-                summary: "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.",
-                arguments: "source destination LEFT|RIGHT LEFT|RIGHT") { call, out throws(CommandError) in
+        Command("linsert", handler: insert).measuringMembers(),
+        Command("lrem", handler: remove).measuringMembers(),
+        Command("ltrim", handler: trim).measuringMembers(),
+        Command("lpos", handler: position).measuringMembers(),
+        Command("lmove") { call, out throws(CommandError) in
             guard let from = ListEnd(call[3]), let to = ListEnd(call[4]) else { throw .syntax }
             if let e = try call.move(call[1], call[2], from, to) { out.bulk(e) } else { out.null() }
         },
-        Command("rpoplpush", arity: 3, flags: [.write], keys: (1, 2, 1), group: "list", since: "1.2.0",
-                summary: "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.",
-                arguments: "source destination") { call, out throws(CommandError) in
+        Command("rpoplpush") { call, out throws(CommandError) in
             if let e = try call.move(call[1], call[2], .right, .left) { out.bulk(e) } else { out.null() }
         },
-        Command("lmpop", arity: -4, flags: [.write], keys: (0, 0, 0), group: "list", since: "7.0.0",
-                summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
-                arguments: "numkeys key [key ...] LEFT|RIGHT [COUNT count]") { call, out throws(CommandError) in
+        Command("lmpop") { call, out throws(CommandError) in
             let request = try MultiPop(call, numkeysAt: 1)
             if let (key, elements) = try call.popFirst(request.keys, from: request.end, count: request.count) {
                 MultiPop.reply(key, elements, &out)

@@ -12,8 +12,7 @@ enum SetCommands {
     static let all: [Command] = Command.batchingWrites(commands)
 
     private static let commands: [Command] = [
-        Command("sadd", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
-                summary: "Adds one or more members to a set. Creates the key if it doesn't exist.", arguments: "key member [member ...]") {
+        Command("sadd") {
             call, out throws(CommandError) in
             let added = try call.locked(call[1]) { () throws(CommandError) -> Int in
                 var change = try call.change(call[1], .set)
@@ -31,9 +30,7 @@ enum SetCommands {
             }
             out.integer(added)
         },
-        Command("srem", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
-                summary: "Removes one or more members from a set. Deletes the set if the last member was removed.",
-                arguments: "key member [member ...]") { call, out throws(CommandError) in
+        Command("srem") { call, out throws(CommandError) in
             let removed = try call.locked(call[1]) { () throws(CommandError) -> Int in
                 guard var change = try call.existing(call[1], .set) else { return 0 }
                 let members = distinct(call.argv[2...])
@@ -48,23 +45,19 @@ enum SetCommands {
             }
             out.integer(removed)
         },
-        Command("scard", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
-                summary: "Returns the number of members in a set.", arguments: "key") { call, out throws(CommandError) in
+        Command("scard") { call, out throws(CommandError) in
             out.integer(Int64(try call.collection(call[1], .set)?.size ?? 0))
         },
-        Command("sismember", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
-                summary: "Determines whether a member belongs to a set.", arguments: "key member") { call, out throws(CommandError) in
+        Command("sismember") { call, out throws(CommandError) in
             out.integer(try contains(call, call[1], [call[2]])[0] ? 1 : 0)
         },
-        Command("smismember", arity: -3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "set", since: "6.2.0",
-                summary: "Determines whether multiple members belong to a set.", arguments: "key member [member ...]") {
+        Command("smismember") {
             call, out throws(CommandError) in
             let found = try contains(call, call[1], Array(call.argv[2...]))
             out.arrayHeader(found.count)
             for f in found { out.integer(f ? 1 : 0) }
         },
-        Command("smembers", arity: 2, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "1.0.0",
-                summary: "Returns all members of a set.", arguments: "key") { call, out throws(CommandError) in
+        Command("smembers") { call, out throws(CommandError) in
             var items = RESPWriter(version: out.version)
             var count = 0
             if let meta = try call.collection(call[1], .set) {
@@ -77,8 +70,7 @@ enum SetCommands {
             out.setHeader(count)
             out.bytes.append(contentsOf: items.bytes)
         }.measuringMembers(),
-        Command("srandmember", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "1.0.0",
-                summary: "Get one or multiple random members from a set", arguments: "key [count]") { call, out throws(CommandError) in
+        Command("srandmember") { call, out throws(CommandError) in
             guard call.count <= 3 else { throw .syntax }
             // The count before the key, as Redis checks them.
             let count: Int64? = try call.count == 3 ? call.randomCount(2) : nil
@@ -93,9 +85,7 @@ enum SetCommands {
             out.arrayHeader(picks.count)
             for p in picks { out.bulk(p.sub) }
         },
-        Command("spop", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "set", since: "1.0.0",
-                summary: "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.",
-                arguments: "key [count]") { call, out throws(CommandError) in
+        Command("spop") { call, out throws(CommandError) in
             guard call.count <= 3 else { throw .syntax }
             let count = try call.count == 3 ? Int(clamping: call.positiveInteger(2)) : 1
             let popped = try call.locked(call[1]) { () throws(CommandError) -> [[UInt8]]? in
@@ -110,8 +100,7 @@ enum SetCommands {
             out.setHeader(members.count)
             for m in members { out.bulk(m) }
         },
-        Command("smove", arity: 4, flags: [.write, .fast], keys: (1, 2, 1), group: "set", since: "1.0.0",
-                summary: "Moves a member from one set to another.", arguments: "source destination member") { call, out throws(CommandError) in
+        Command("smove") { call, out throws(CommandError) in
             let (source, destination, member) = (call[1], call[2], call[3])
             let moved = try call.locked([source, destination]) { () throws(CommandError) -> Bool in
                 guard let from = try call.collection(source, .set) else { return false }
@@ -133,35 +122,26 @@ enum SetCommands {
             }
             out.integer(moved ? 1 : 0)
         },
-        Command("sinter", arity: -2, flags: [.readonly], keys: (1, -1, 1), group: "set", since: "1.0.0",
-                summary: "Returns the intersect of multiple sets.", arguments: "key [key ...]") { call, out throws(CommandError) in
+        Command("sinter") { call, out throws(CommandError) in
             try reply(.inter, call, Array(call.argv[1...]), &out)
         }.measuringMembers(),
-        Command("sunion", arity: -2, flags: [.readonly], keys: (1, -1, 1), group: "set", since: "1.0.0",
-                summary: "Returns the union of multiple sets.", arguments: "key [key ...]") { call, out throws(CommandError) in
+        Command("sunion") { call, out throws(CommandError) in
             try reply(.union, call, Array(call.argv[1...]), &out)
         }.measuringMembers(),
-        Command("sdiff", arity: -2, flags: [.readonly], keys: (1, -1, 1), group: "set", since: "1.0.0",
-                summary: "Returns the difference of multiple sets.", arguments: "key [key ...]") { call, out throws(CommandError) in
+        Command("sdiff") { call, out throws(CommandError) in
             try reply(.diff, call, Array(call.argv[1...]), &out)
         }.measuringMembers(),
-        Command("sintercard", arity: -3, flags: [.readonly], group: "set", since: "7.0.0",
-                summary: "Returns the number of members of the intersect of multiple sets.", arguments: "numkeys key [key ...] [LIMIT limit]",
-                handler: interCard).measuringMembers().movingKeys { argv in numberedKeys(argv, countAt: 1) },
-        Command("sinterstore", arity: -3, flags: [.write], keys: (1, -1, 1), group: "set", since: "1.0.0",
-                summary: "Stores the intersect of multiple sets in a key.", arguments: "destination key [key ...]") { call, out throws(CommandError) in
+        Command("sintercard", handler: interCard).measuringMembers().movingKeys { argv in numberedKeys(argv, countAt: 1) },
+        Command("sinterstore") { call, out throws(CommandError) in
             out.integer(try store(call, .inter))
         }.measuringMembers(),
-        Command("sunionstore", arity: -3, flags: [.write], keys: (1, -1, 1), group: "set", since: "1.0.0",
-                summary: "Stores the union of multiple sets in a key.", arguments: "destination key [key ...]") { call, out throws(CommandError) in
+        Command("sunionstore") { call, out throws(CommandError) in
             out.integer(try store(call, .union))
         }.measuringMembers(),
-        Command("sdiffstore", arity: -3, flags: [.write], keys: (1, -1, 1), group: "set", since: "1.0.0",
-                summary: "Stores the difference of multiple sets in a key.", arguments: "destination key [key ...]") { call, out throws(CommandError) in
+        Command("sdiffstore") { call, out throws(CommandError) in
             out.integer(try store(call, .diff))
         }.measuringMembers(),
-        Command("sscan", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "set", since: "2.8.0",
-                summary: "Iterates over members of a set.", arguments: "key cursor [MATCH pattern] [COUNT count]") {
+        Command("sscan") {
             call, out throws(CommandError) in
             try MemberScan.reply(call, .set, &out)
         },

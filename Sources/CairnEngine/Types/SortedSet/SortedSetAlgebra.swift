@@ -9,42 +9,31 @@ enum SortedSetAlgebra {
     enum Aggregate { case sum, min, max }
 
     static let all: [Command] = [
-        Command("zunion", arity: -3, flags: [.readonly], group: "sortedset", since: "6.2.0",
-                summary: "Returns the union of multiple sorted sets.",
-                arguments: "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]") {
+        Command("zunion") {
             call, out throws(CommandError) in
             try combine(call, &out, .union, store: false)
         }.measuringMembers().movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
-        Command("zinter", arity: -3, flags: [.readonly], group: "sortedset", since: "6.2.0",
-                summary: "Returns the intersect of multiple sorted sets.",
-                arguments: "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]") {
+        Command("zinter") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: false)
         }.measuringMembers().movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
-        Command("zdiff", arity: -3, flags: [.readonly], group: "sortedset", since: "6.2.0",
-                summary: "Returns the difference between multiple sorted sets.", arguments: "numkeys key [key ...] [WITHSCORES]") {
+        Command("zdiff") {
             call, out throws(CommandError) in
             try combine(call, &out, .diff, store: false)
         }.measuringMembers().movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
-        Command("zunionstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
-                summary: "Stores the union of multiple sorted sets in a key.",
-                arguments: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]") {
+        Command("zunionstore") {
             call, out throws(CommandError) in
             try combine(call, &out, .union, store: true)
         }.measuringMembers().movingKeys(storeKeys),
-        Command("zinterstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
-                summary: "Stores the intersect of multiple sorted sets in a key.",
-                arguments: "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]") {
+        Command("zinterstore") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: true)
         }.measuringMembers().movingKeys(storeKeys),
-        Command("zdiffstore", arity: -4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "6.2.0",
-                summary: "Stores the difference of multiple sorted sets in a key.", arguments: "destination numkeys key [key ...]") {
+        Command("zdiffstore") {
             call, out throws(CommandError) in
             try combine(call, &out, .diff, store: true)
         }.measuringMembers().movingKeys(storeKeys),
-        Command("zintercard", arity: -3, flags: [.readonly], group: "sortedset", since: "7.0.0",
-                summary: "Returns the number of members of the intersect of multiple sorted sets.", arguments: "numkeys key [key ...] [LIMIT limit]") {
+        Command("zintercard") {
             call, out throws(CommandError) in
             try combine(call, &out, .inter, store: false, cardinality: true)
         }.measuringMembers().movingKeys { SetCommands.numberedKeys($0, countAt: 1) },

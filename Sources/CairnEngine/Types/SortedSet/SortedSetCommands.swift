@@ -13,18 +13,13 @@ enum SortedSetCommands {
     static let all: [Command] = Command.batchingWrites(commands)
 
     private static let commands: [Command] = [
-        Command("zadd", arity: -4, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
-                summary: "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.",
-                arguments: "key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]", handler: add),
-        Command("zincrby", arity: 4, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
-                summary: "Increments the score of a member in a sorted set.", arguments: "key increment member") { call, out throws(CommandError) in
+        Command("zadd", handler: add),
+        Command("zincrby") { call, out throws(CommandError) in
             guard let delta = Scores.parse(call[2]) else { throw .notFloat }
             let result = try update(call, [(call[3], delta)], AddOptions(increment: true))
             if let score = result.score { Scores.write(score, &out) } else { out.null() }
         },
-        Command("zrem", arity: -3, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
-                summary: "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.",
-                arguments: "key member [member ...]") { call, out throws(CommandError) in
+        Command("zrem") { call, out throws(CommandError) in
             let removed = try call.locked(call[1]) { () throws(CommandError) -> Int in
                 guard var change = try call.existing(call[1], .zset) else { return 0 }
                 let members = SetCommands.distinct(call.argv[2...])
@@ -39,20 +34,17 @@ enum SortedSetCommands {
             }
             out.integer(removed)
         },
-        Command("zcard", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
-                summary: "Returns the number of members in a sorted set.", arguments: "key") { call, out throws(CommandError) in
+        Command("zcard") { call, out throws(CommandError) in
             out.integer(Int64(try call.collection(call[1], .zset)?.size ?? 0))
         },
-        Command("zscore", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
-                summary: "Returns the score of a member in a sorted set.", arguments: "key member") { call, out throws(CommandError) in
+        Command("zscore") { call, out throws(CommandError) in
             guard let meta = try call.collection(call[1], .zset), let score = try SortedSetEntries.score(call, meta, call[1], call[2]) else {
                 out.null()
                 return
             }
             Scores.write(score, &out)
         },
-        Command("zmscore", arity: -3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "6.2.0",
-                summary: "Returns the score of one or more members in a sorted set.", arguments: "key member [member ...]") {
+        Command("zmscore") {
             call, out throws(CommandError) in
             let members = Array(call.argv[2...])
             let scores = try call.collection(call[1], .zset).map { (meta: CollectionMetadata) throws(CommandError) -> [Double?] in
@@ -61,8 +53,7 @@ enum SortedSetCommands {
             out.arrayHeader(scores.count)
             for s in scores { if let s { Scores.write(s, &out) } else { out.null() } }
         },
-        Command("zcount", arity: 4, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
-                summary: "Returns the count of members in a sorted set that have scores within a range.", arguments: "key min max") {
+        Command("zcount") {
             call, out throws(CommandError) in
             let range = try ScoreRange(call[2], call[3])
             var n = 0
@@ -71,8 +62,7 @@ enum SortedSetCommands {
             }
             out.integer(n)
         },
-        Command("zlexcount", arity: 4, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
-                summary: "Returns the number of members in a sorted set within a lexicographical range.", arguments: "key min max") {
+        Command("zlexcount") {
             call, out throws(CommandError) in
             let range = try LexRange(call[2], call[3])
             var n = 0
@@ -81,30 +71,22 @@ enum SortedSetCommands {
             }
             out.integer(n)
         },
-        Command("zrank", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
-                summary: "Returns the index of a member in a sorted set ordered by ascending scores.", arguments: "key member") {
+        Command("zrank") {
             call, out throws(CommandError) in
             try rank(call, &out, reverse: false)
         },
-        Command("zrevrank", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
-                summary: "Returns the index of a member in a sorted set ordered by descending scores.", arguments: "key member") {
+        Command("zrevrank") {
             call, out throws(CommandError) in
             try rank(call, &out, reverse: true)
         },
-        Command("zpopmin", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "5.0.0",
-                summary: "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
-                arguments: "key [count]") { call, out throws(CommandError) in
+        Command("zpopmin") { call, out throws(CommandError) in
             try popCommand(call, &out, min: true)
         },
-        Command("zpopmax", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "sortedset", since: "5.0.0",
-                summary: "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
-                arguments: "key [count]") { call, out throws(CommandError) in
+        Command("zpopmax") { call, out throws(CommandError) in
             try popCommand(call, &out, min: false)
         },
-        Command("zrandmember", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "6.2.0",
-                summary: "Returns one or more random members from a sorted set.", arguments: "key [count [WITHSCORES]]", handler: randomMember),
-        Command("zscan", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.8.0",
-                summary: "Iterates over members and scores of a sorted set.", arguments: "key cursor [MATCH pattern] [COUNT count]") {
+        Command("zrandmember", handler: randomMember),
+        Command("zscan") {
             call, out throws(CommandError) in
             try MemberScan.reply(call, .zset, &out) { value, out in out.bulk(Scores.text(MemberKeys.score(value: value))) }
         },

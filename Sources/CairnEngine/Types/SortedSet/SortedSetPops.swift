@@ -8,26 +8,18 @@ import RESP
 /// and scripts they answer at once, nil when empty, as in Redis.
 enum SortedSetPops {
     static let all: [Command] = [
-        Command("zmpop", arity: -4, flags: [.write], keys: (0, 0, 0), group: "sortedset", since: "7.0.0",
-                summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.",
-                arguments: "numkeys key [key ...] MIN|MAX [COUNT count]") { call, out throws(CommandError) in
+        Command("zmpop") { call, out throws(CommandError) in
             let request = try Request(call, numkeysAt: 1)
             guard let (key, popped) = try popFirst(call, request, skippingOtherTypes: false) else { out.nullArray(); return }
             Request.reply(key, popped, &out)
         }.movingKeys { SetCommands.numberedKeys($0, countAt: 1) },
-        Command("bzpopmin", arity: -3, flags: [.write, .fast], keys: (1, -2, 1), group: "sortedset", since: "5.0.0",
-                summary: "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
-                arguments: "key [key ...] timeout") { call, out throws(CommandError) in
+        Command("bzpopmin") { call, out throws(CommandError) in
             try blockingPop(call, min: true, &out)
         },
-        Command("bzpopmax", arity: -3, flags: [.write, .fast], keys: (1, -2, 1), group: "sortedset", since: "5.0.0",
-                summary: "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
-                arguments: "key [key ...] timeout") { call, out throws(CommandError) in
+        Command("bzpopmax") { call, out throws(CommandError) in
             try blockingPop(call, min: false, &out)
         },
-        Command("bzmpop", arity: -5, flags: [.write], keys: (0, 0, 0), group: "sortedset", since: "7.0.0",
-                summary: "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
-                arguments: "timeout numkeys key [key ...] MIN|MAX [COUNT count]") { call, out throws(CommandError) in
+        Command("bzmpop") { call, out throws(CommandError) in
             // The keys and COUNT before the timeout, as Redis (and BLMPOP) checks them.
             let request = try Request(call, numkeysAt: 2)
             let timeout = try call.blockTimeout(1)

@@ -5,44 +5,28 @@ import RESP
 /// as Redis's `zrangeGenericCommand`. https://redis.io/docs/latest/commands/zrange/
 enum SortedSetRanges {
     static let all: [Command] = [
-        Command("zrange", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
-                summary: "Returns members in a sorted set within a range of indexes.",
-                arguments: "key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]") { call, out throws(CommandError) in
+        Command("zrange") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: nil, reverse: nil)
         }.measuringRange(start: 2, stop: 3, unless: ["BYSCORE", "BYLEX"]),
-        Command("zrevrange", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
-                summary: "Returns members in a sorted set within a range of indexes in reverse order.",
-                arguments: "key start stop [WITHSCORES]") { call, out throws(CommandError) in
+        Command("zrevrange") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: .rank, reverse: true)
         }.measuringRange(start: 2, stop: 3),
-        Command("zrangebyscore", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "1.0.5",
-                summary: "Returns members in a sorted set within a range of scores.",
-                arguments: "key min max [WITHSCORES] [LIMIT offset count]") { call, out throws(CommandError) in
+        Command("zrangebyscore") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: .score, reverse: false)
         }.measuringMembers(),
-        Command("zrevrangebyscore", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.2.0",
-                summary: "Returns members in a sorted set within a range of scores in reverse order.",
-                arguments: "key max min [WITHSCORES] [LIMIT offset count]") { call, out throws(CommandError) in
+        Command("zrevrangebyscore") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: .score, reverse: true)
         }.measuringMembers(),
-        Command("zrangebylex", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
-                summary: "Returns members in a sorted set within a lexicographical range.",
-                arguments: "key min max [LIMIT offset count]") { call, out throws(CommandError) in
+        Command("zrangebylex") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: .lex, reverse: false)
         }.measuringMembers(),
-        Command("zrevrangebylex", arity: -4, flags: [.readonly], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
-                summary: "Returns members in a sorted set within a lexicographical range in reverse order.",
-                arguments: "key max min [LIMIT offset count]") { call, out throws(CommandError) in
+        Command("zrevrangebylex") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 1, kind: .lex, reverse: true)
         }.measuringMembers(),
-        Command("zrangestore", arity: -5, flags: [.write], keys: (1, 2, 1), group: "sortedset", since: "6.2.0",
-                summary: "Stores a range of members from sorted set in a key.",
-                arguments: "dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]") { call, out throws(CommandError) in
+        Command("zrangestore") { call, out throws(CommandError) in
             try range(call, &out, keyAt: 2, kind: nil, reverse: nil)
         }.measuringMembers(),
-        Command("zremrangebyrank", arity: 4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.0.0",
-                summary: "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.",
-                arguments: "key start stop") { call, out throws(CommandError) in
+        Command("zremrangebyrank") { call, out throws(CommandError) in
             let start = try call.integer(2), stop = try call.integer(3)
             out.integer(try remove(call, all: { (meta: CollectionMetadata) -> Bool in
                 let size = Int64(meta.size)
@@ -51,9 +35,7 @@ enum SortedSetRanges {
                 try SortedSetEntries.byRank(call, meta, call[1], start, stop, reverse: false)
             })
         }.measuringMembers(),
-        Command("zremrangebyscore", arity: 4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "1.2.0",
-                summary: "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.",
-                arguments: "key min max") { call, out throws(CommandError) in
+        Command("zremrangebyscore") { call, out throws(CommandError) in
             let r = try ScoreRange(call[2], call[3])
             // -inf to +inf, both inclusive: every score there is.
             let everything = r.min == -.infinity && !r.minExclusive && r.max == .infinity && !r.maxExclusive
@@ -63,9 +45,7 @@ enum SortedSetRanges {
                 return found
             })
         }.measuringMembers(),
-        Command("zremrangebylex", arity: 4, flags: [.write], keys: (1, 1, 1), group: "sortedset", since: "2.8.9",
-                summary: "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.",
-                arguments: "key min max") { call, out throws(CommandError) in
+        Command("zremrangebylex") { call, out throws(CommandError) in
             let r = try LexRange(call[2], call[3])
             let everything: Bool
             if case .first = r.min, case .last = r.max { everything = true } else { everything = false }

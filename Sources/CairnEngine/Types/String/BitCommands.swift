@@ -12,15 +12,12 @@ import RESP
 /// including its order (BITCOUNT and BITPOS answer a missing key before parsing the range).
 enum BitCommands {
     static let all: [Command] = [
-        Command("getbit", arity: 3, flags: [.readonly, .fast], keys: (1, 1, 1), group: "bitmap", since: "2.2.0",
-                summary: "Returns a bit value by offset.", arguments: "key offset") { call, out throws(CommandError) in
+        Command("getbit") { call, out throws(CommandError) in
             let offset = try bitOffset(call, call[2])
             let value = try call.read(call[1])?.payload ?? []
             out.integer(bit(value, offset))
         },
-        Command("setbit", arity: 4, flags: [.write], keys: (1, 1, 1), group: "bitmap", since: "2.2.0",
-                summary: "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.",
-                arguments: "key offset value") { call, out throws(CommandError) in
+        Command("setbit") { call, out throws(CommandError) in
             let offset = try bitOffset(call, call[2])
             guard call[3] == [UInt8(ascii: "0")] || call[3] == [UInt8(ascii: "1")] else {
                 throw CommandError("ERR", "bit is not an integer or out of range")
@@ -42,23 +39,13 @@ enum BitCommands {
             }
             out.integer(old)
         },
-        Command("bitcount", arity: -2, flags: [.readonly], keys: (1, 1, 1), group: "bitmap", since: "2.6.0",
-                summary: "Counts the number of set bits (population counting) in a string.",
-                arguments: "key [start end [BYTE|BIT]]", handler: bitcount),
-        Command("bitpos", arity: -3, flags: [.readonly], keys: (1, 1, 1), group: "bitmap", since: "2.8.7",
-                summary: "Finds the first set (1) or clear (0) bit in a string.",
-                arguments: "key bit [start [end [BYTE|BIT]]]", handler: bitpos),
-        Command("bitop", arity: -4, flags: [.write], keys: (2, -1, 1), group: "bitmap", since: "2.6.0",
-                summary: "Performs bitwise operations on multiple strings, and stores the result.",
-                arguments: "AND|OR|XOR|NOT destkey key [key ...]", handler: bitop),
-        Command("bitfield", arity: -2, flags: [.write], keys: (1, 1, 1), group: "bitmap", since: "3.2.0",
-                summary: "Performs arbitrary bitfield integer operations on strings.",
-                arguments: "key [GET encoding offset | [OVERFLOW WRAP|SAT|FAIL] SET encoding offset value | [OVERFLOW WRAP|SAT|FAIL] INCRBY encoding offset increment ...]") {
+        Command("bitcount", handler: bitcount),
+        Command("bitpos", handler: bitpos),
+        Command("bitop", handler: bitop),
+        Command("bitfield") {
             call, out throws(CommandError) in try bitfield(call, &out, readOnly: false)
         },
-        Command("bitfield_ro", arity: -2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "bitmap", since: "6.0.0",
-                summary: "Performs arbitrary read-only bitfield integer operations on strings.",
-                arguments: "key [GET encoding offset ...]") { call, out throws(CommandError) in
+        Command("bitfield_ro") { call, out throws(CommandError) in
             try bitfield(call, &out, readOnly: true)
         },
     ]

@@ -10,9 +10,7 @@ import RESP
 /// is filled off the connection's worker, as a big collection command runs (`LongWork`).
 enum LCSCommand {
     static let all: [Command] = [
-        Command("lcs", arity: -3, flags: [.readonly], keys: (1, 2, 1), group: "string", since: "7.0.0",
-                summary: "Finds the longest common substring.",
-                arguments: "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]") {
+        Command("lcs") {
             call, out throws(CommandError) in
             try lcs(call, &out)
         }.measuringWork { _, call throws(CommandError) in

@@ -7,8 +7,7 @@ import RESP
 /// write of the same key.
 enum StringCommands {
     static let all: [Command] = [
-        Command("get", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "string",
-                summary: "Returns the string value of a key.", arguments: "key") { call, out throws(CommandError) in
+        Command("get") { call, out throws(CommandError) in
             try call.withPayload(call[1]) { payload, _ in
                 if let payload {
                     call.engine.stats.keyspaceHits.increment()
@@ -20,13 +19,9 @@ enum StringCommands {
             }
         }
         .grouped { _, _ in .read },
-        Command("set", arity: -3, flags: [.write], keys: (1, 1, 1), group: "string",
-                summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
-                arguments: "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]",
-                handler: set)
+        Command("set", handler: set)
         .grouped { argv, _ in argv.count == 3 ? .batched : nil },  // plain SET key value
-        Command("setnx", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
-                summary: "Set the string value of a key only when the key doesn't exist.", arguments: "key value") { call, out throws(CommandError) in
+        Command("setnx") { call, out throws(CommandError) in
             let created = try call.locked(call[1]) { () throws(CommandError) -> Bool in
                 if try call.exists(call[1]) { return false }
                 try call.write(call[1], call[2])
@@ -34,20 +29,17 @@ enum StringCommands {
             }
             out.integer(created ? 1 : 0)
         },
-        Command("setex", arity: 4, flags: [.write], keys: (1, 1, 1), group: "string",
-                summary: "Sets the string value and expiration time of a key.", arguments: "key seconds value") { call, out throws(CommandError) in
+        Command("setex") { call, out throws(CommandError) in
             let at = try call.expiry(call.integer(2), .seconds, absolute: false)
             try call.locked(call[1]) { () throws(CommandError) in try call.write(call[1], call[3], expiresAt: at) }
             out.simpleString("OK")
         },
-        Command("psetex", arity: 4, flags: [.write], keys: (1, 1, 1), group: "string",
-                summary: "Sets both string value and expiration time in milliseconds of a key.", arguments: "key milliseconds value") { call, out throws(CommandError) in
+        Command("psetex") { call, out throws(CommandError) in
             let at = try call.expiry(call.integer(2), .milliseconds, absolute: false)
             try call.locked(call[1]) { () throws(CommandError) in try call.write(call[1], call[3], expiresAt: at) }
             out.simpleString("OK")
         },
-        Command("getset", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
-                summary: "Returns the previous string value of a key after setting it to a new value.", arguments: "key value") { call, out throws(CommandError) in
+        Command("getset") { call, out throws(CommandError) in
             let old = try call.locked(call[1]) { () throws(CommandError) -> StoredValue? in
                 let old = try call.read(call[1])
                 try call.write(call[1], call[2])
@@ -55,8 +47,7 @@ enum StringCommands {
             }
             if let old { out.bulk(old.payload) } else { out.null() }
         },
-        Command("getdel", arity: 2, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
-                summary: "Returns the string value of a key after deleting the key.", arguments: "key") { call, out throws(CommandError) in
+        Command("getdel") { call, out throws(CommandError) in
             let old = try call.locked(call[1]) { () throws(CommandError) -> StoredValue? in
                 let old = try call.read(call[1])
                 if old != nil { try call.remove(call[1]) }
@@ -64,29 +55,22 @@ enum StringCommands {
             }
             if let old { out.bulk(old.payload) } else { out.null() }
         },
-        Command("getex", arity: -2, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
-                summary: "Returns the string value of a key after setting its expiration time.",
-                arguments: "key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]",
-                handler: getex),
-        Command("mget", arity: -2, flags: [.readonly, .fast], keys: (1, -1, 1), group: "string",
-                summary: "Atomically returns the string values of one or more keys.", arguments: "key [key ...]") { call, out throws(CommandError) in
+        Command("getex", handler: getex),
+        Command("mget") { call, out throws(CommandError) in
             let values = try call.readMany(Array(call.argv.dropFirst()))
             out.arrayHeader(values.count)
             for v in values {
                 if let v { out.bulk(v) } else { out.null() }
             }
         },
-        Command("mset", arity: -3, flags: [.write], keys: (1, -1, 2), group: "string",
-                summary: "Atomically creates or modifies the string values of one or more keys.", arguments: "key value [key value ...]") { call, out throws(CommandError) in
+        Command("mset") { call, out throws(CommandError) in
             guard call.count % 2 == 1 else { throw .arity(call.name) }
             let pairs = stride(from: 1, to: call.count, by: 2).map { (call[$0], call[$0 + 1]) }
             try call.locked(pairs.map(\.0)) { () throws(CommandError) in try call.writeBatch(pairs) }
             out.simpleString("OK")
         }
         .grouped { argv, _ in argv.count % 2 == 1 ? .batched : nil },
-        Command("msetnx", arity: -3, flags: [.write], keys: (1, -1, 2), group: "string",
-                summary: "Atomically modifies the string values of one or more keys only when all keys don't exist.",
-                arguments: "key value [key value ...]") { call, out throws(CommandError) in
+        Command("msetnx") { call, out throws(CommandError) in
             guard call.count % 2 == 1 else { throw .arity(call.name) }
             let pairs = stride(from: 1, to: call.count, by: 2).map { (call[$0], call[$0 + 1]) }
             let done = try call.locked(pairs.map(\.0)) { () throws(CommandError) -> Bool in
@@ -96,8 +80,7 @@ enum StringCommands {
             }
             out.integer(done ? 1 : 0)
         },
-        Command("append", arity: 3, flags: [.write], keys: (1, 1, 1), group: "string",
-                summary: "Appends a string to the value of a key. Creates the key if it doesn't exist.", arguments: "key value") { call, out throws(CommandError) in
+        Command("append") { call, out throws(CommandError) in
             let (key, tail) = (call[1], call[2])
             let length = try call.locked(key) { () throws(CommandError) -> Int in
                 let (engine, family) = (call.engine, call.family)
@@ -137,30 +120,23 @@ enum StringCommands {
             }
             out.integer(length)
         },
-        Command("strlen", arity: 2, flags: [.readonly, .fast], keys: (1, 1, 1), group: "string",
-                summary: "Returns the length of a string value.", arguments: "key") { call, out throws(CommandError) in
+        Command("strlen") { call, out throws(CommandError) in
             try call.withPayload(call[1]) { payload, _ in out.integer(payload?.count ?? 0) }
         },
-        Command("getrange", arity: 4, flags: [.readonly], keys: (1, 1, 1), group: "string",
-                summary: "Returns a substring of the string stored at a key.", arguments: "key start end", handler: getrange),
-        Command("substr", arity: 4, flags: [.readonly], keys: (1, 1, 1), group: "string",
-                summary: "Returns a substring from a string value.", arguments: "key start end", handler: getrange),
-        Command("setrange", arity: 4, flags: [.write], keys: (1, 1, 1), group: "string",
-                summary: "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.",
-                arguments: "key offset value", handler: setrange),
-        incrementCommand("incr", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key") { _ throws(CommandError) in 1 },
-        incrementCommand("decr", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key") { _ throws(CommandError) in -1 },
-        incrementCommand("incrby", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment") { call throws(CommandError) in
+        Command("getrange", handler: getrange),
+        Command("substr", handler: getrange),
+        Command("setrange", handler: setrange),
+        incrementCommand("incr") { _ throws(CommandError) in 1 },
+        incrementCommand("decr") { _ throws(CommandError) in -1 },
+        incrementCommand("incrby") { call throws(CommandError) in
             try call.integer(2)
         },
-        incrementCommand("decrby", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "key decrement") { call throws(CommandError) in
+        incrementCommand("decrby") { call throws(CommandError) in
             let v = try call.integer(2)
             guard v != Int64.min else { throw CommandError("ERR", "decrement would overflow") }
             return -v
         },
-        Command("incrbyfloat", arity: 3, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
-                summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
-                arguments: "key increment") { call, out throws(CommandError) in
+        Command("incrbyfloat") { call, out throws(CommandError) in
             // In a C long double, as Redis computes it: its range and digits (1.7e308 + 1.7e308
             // is a number there, printed in full). The key is read first (WRONGTYPE before a
             // bad increment), as in Redis.
@@ -183,18 +159,17 @@ enum StringCommands {
     ]
 
     static func incrementCommand(
-        _ name: String, _ summary: String, _ arguments: String, delta: @escaping @Sendable (Call) throws(CommandError) -> Int64
+        _ name: String, delta: @escaping @Sendable (Call) throws(CommandError) -> Int64
     ) -> Command {
-        Command(name, arity: name.hasSuffix("by") ? 3 : 2, flags: [.write, .fast], keys: (1, 1, 1), group: "string",
-                summary: summary, arguments: arguments) { call, out throws(CommandError) in
+        Command(name) { call, out throws(CommandError) in
             out.integer(try increment(call, by: delta(call)))
         }
         // Reads through a snapshot run alone.
         .grouped { _, session in session.readSnapshot == nil ? .batched : nil }
     }
 
-    /// INCR and friends: read, add (`Counter`) and write under the key's lock. (Outside MULTI
-    /// the server usually batches them instead: `Engine.writePlainWrites`.)
+    /// INCR and friends: read, add (`Counter`) and write under the key's lock (in a poller
+    /// round, inside the batch of its writes: `Engine.executeBatched`).
     static func increment(_ call: Call, by delta: Int64) throws(CommandError) -> Int64 {
         try call.locked(call[1]) { () throws(CommandError) -> Int64 in
             let old = try call.read(call[1])
