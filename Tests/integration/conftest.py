@@ -169,3 +169,14 @@ def resp_command(*args):
         a = a if isinstance(a, bytes) else str(a).encode()
         out.append(b"$%d\r\n%s\r\n" % (len(a), a))
     return b"".join(out)
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """A cairnd and a redis-server beside it, for the tests that compare their replies; one pair
+    per test module."""
+    cairn = Cairnd()
+    reference = RedisServer()
+    yield cairn, reference
+    cairn.cleanup()
+    reference.stop()

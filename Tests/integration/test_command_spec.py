@@ -5,7 +5,7 @@ RESP3, but for the differences listed below, each with its reason. The command s
 """
 import pytest
 
-from conftest import REDIS_SERVER, Cairnd, RedisServer
+from conftest import REDIS_SERVER
 from test_geo import Error, Raw
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
@@ -34,15 +34,6 @@ SUBCOMMANDS_ONLY_IN_REDIS = {"client|caching", "client|getredir", "client|help",
 SUBCOMMANDS_ONLY_IN_CAIRN = {"client|capa", "client|no-touch", "client|setinfo"}
 
 INFO_FIELDS = ["name", "arity", "flags", "first", "last", "step", "categories", "tips", "key_specs", "subcommands"]
-
-
-@pytest.fixture(scope="module")
-def servers():
-    cairn = Cairnd()
-    reference = RedisServer()
-    yield cairn, reference
-    cairn.cleanup()
-    reference.stop()
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=["resp2", "resp3"])

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import REDIS_SERVER, Cairnd, RedisServer, resp_command
+from conftest import REDIS_SERVER, Cairnd, resp_command
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
@@ -161,15 +161,6 @@ def points():
 POINTS = points()
 NAMES = [name for name, _, _ in POINTS]
 WITHS = ["WITHCOORD", "WITHDIST", "WITHHASH"]
-
-
-@pytest.fixture(scope="module")
-def servers():
-    cairn = Cairnd()
-    reference = RedisServer()
-    yield cairn, reference
-    cairn.cleanup()
-    reference.stop()
 
 
 @pytest.fixture(scope="module")

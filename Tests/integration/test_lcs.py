@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from conftest import REDIS_SERVER, Cairnd, RedisServer
+from conftest import REDIS_SERVER
 # The byte-exact RESP reader the geo comparison uses.
 from test_geo import Error, Raw, both, same
 
@@ -19,15 +19,6 @@ PAIRS = [
     ("rosettacode", "raisethysword"), ("thisisatest", "testing123testing"),
     ("\x00\x01\x02\xff", "\x02\x00\xff\x01"), ("AGGTAB", "GXTXAYB"), ("xxxxabcxxxxabc", "abcyyyyabcyyyabc"),
 ]
-
-
-@pytest.fixture(scope="module")
-def servers():
-    cairn = Cairnd()
-    reference = RedisServer()
-    yield cairn, reference
-    cairn.cleanup()
-    reference.stop()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import REDIS_SERVER, Cairnd, RedisServer
+from conftest import REDIS_SERVER, Cairnd
 # The byte-exact RESP reader the geo comparison uses.
 from test_geo import Error, Raw, both, same
 
@@ -57,15 +57,6 @@ def load(conn):
     commands.append(("LPUSH", "h_pear", "wrong type"))
     commands.append(("SADD", "s_apple", "wrong type"))
     assert conn.pipeline(commands)[0] == "OK"
-
-
-@pytest.fixture(scope="module")
-def servers():
-    cairn = Cairnd()
-    reference = RedisServer()
-    yield cairn, reference
-    cairn.cleanup()
-    reference.stop()
 
 
 @pytest.fixture(scope="module")
