@@ -79,7 +79,7 @@ enum FamilyCommands {
                     kind.apply(current?.payload, UnsafeRawBufferPointer(rebasing: raw[1...]))
                 }
                 tx.merge(call[1], operand, result: ValueFormat.encode(merged, expiresAt: current?.expiresAt), in: call.family)
-                tx.changedStripes.append(call.engine.locks.stripe(for: call[1], in: call.family))
+                tx.changed(stripe: call.engine.locks.stripe(for: call[1], in: call.family))
             } else {
                 let handle = call.family.handle
                 let options = call.engine.writeOptions

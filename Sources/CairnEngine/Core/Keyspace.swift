@@ -191,7 +191,7 @@ extension Call {
         let family = self.family  // once: the session's family is read under its record's lock
         if let tx = session.transaction {
             tx.put(key, stored, in: family)
-            tx.changedStripes.append(engine.locks.stripe(for: key, in: family))
+            tx.changed(stripe: engine.locks.stripe(for: key, in: family))
             return
         }
         let handle = family.handle
@@ -204,7 +204,7 @@ extension Call {
         let family = self.family  // once: the session's family is read under its record's lock
         if let tx = session.transaction {
             tx.delete(key, in: family)
-            tx.changedStripes.append(engine.locks.stripe(for: key, in: family))
+            tx.changed(stripe: engine.locks.stripe(for: key, in: family))
             return
         }
         let handle = family.handle

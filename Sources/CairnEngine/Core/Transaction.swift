@@ -46,10 +46,17 @@ final class Transaction {
     /// Ranges `[lower, end)` DELRANGE'd inside this transaction, per family: keys in them not
     /// written again since read as missing.
     private(set) var deletedRanges: [String: [(lower: [UInt8], end: [UInt8])]] = [:]
-    /// Lock stripes of the keys this transaction wrote (repeats allowed: appending is cheaper
-    /// than hashing, and moving a version twice is harmless): EXEC moves their versions once
-    /// the batch committed, so WATCHes fire only for a transaction that changed something.
-    var changedStripes: [Int] = []
+    /// Lock stripes of the keys this transaction wrote (`changed(stripe:)`): EXEC moves their
+    /// versions once the batch committed, so WATCHes fire only for a transaction that changed
+    /// something.
+    private(set) var changedStripes: [Int] = []
+
+    /// Records that a key of `stripe` was written. Repeats are allowed (appending is cheaper
+    /// than hashing, and moving a version twice is harmless), but not in a row: a script
+    /// writing one key a million times keeps one entry, not a million.
+    func changed(stripe: Int) {
+        if changedStripes.last != stripe { changedStripes.append(stripe) }
+    }
     /// Set by FLUSHDB and DELRANGE inside the transaction: any key may change.
     private(set) var changedUnknownKeys = false
     /// Per collection (its `MemberKeys.prefix`), the keys of `stagedMembers` under it in order:

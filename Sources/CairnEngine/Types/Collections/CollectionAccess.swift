@@ -381,7 +381,7 @@ extension Call {
         for k in c.deletes { tx.deleteMember(k, collection: c.prefix, in: members) }
         // Written once, at commit, however many commands of the transaction change it.
         tx.stage(c.key, c.meta, prefix: c.prefix, in: family)
-        tx.changedStripes.append(engine.locks.stripe(for: c.key, in: family))
+        tx.changed(stripe: engine.locks.stripe(for: c.key, in: family))
     }
 
     /// `inFlight`: the first change is a new collection whose members went ahead in pieces
