@@ -274,11 +274,11 @@ enum CommandCommands {
     private static func writeArguments(_ arguments: [CommandSpec.Argument], to out: inout RESPWriter) {
         out.arrayHeader(arguments.count)
         for a in arguments {
-            var fields = 2
-            for present in [a.keySpecIndex != nil, a.token != nil, a.summary != nil, a.since != nil, a.deprecatedSince != nil, !a.flags.isEmpty, !a.arguments.isEmpty] where present {
-                fields += 1
-            }
-            out.mapHeader(fields)
+            // The optional text fields, in Redis's order; each counts once and is written once.
+            let texts = [("token", a.token), ("summary", a.summary), ("since", a.since), ("deprecated_since", a.deprecatedSince)]
+                .compactMap { name, value in value.map { (name, $0) } }
+            let others = [a.keySpecIndex != nil, !a.flags.isEmpty, !a.arguments.isEmpty].filter { $0 }.count
+            out.mapHeader(2 + texts.count + others)
             out.bulk("name")
             out.bulk(a.name)
             out.bulk("type")
@@ -287,21 +287,9 @@ enum CommandCommands {
                 out.bulk("key_spec_index")
                 out.integer(k)
             }
-            if let t = a.token {
-                out.bulk("token")
-                out.bulk(t)
-            }
-            if let s = a.summary {
-                out.bulk("summary")
-                out.bulk(s)
-            }
-            if let s = a.since {
-                out.bulk("since")
-                out.bulk(s)
-            }
-            if let d = a.deprecatedSince {
-                out.bulk("deprecated_since")
-                out.bulk(d)
+            for (name, value) in texts {
+                out.bulk(name)
+                out.bulk(value)
             }
             if !a.flags.isEmpty {
                 out.bulk("flags")
