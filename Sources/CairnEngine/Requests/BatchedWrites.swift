@@ -77,9 +77,9 @@ extension Engine {
             }
             // The client's record once per run: what it last ran, and every request counted.
             admitted(commands[commands.count - 1].0.name, session: r.session, count: r.requests.count)
-            let family = r.session.family
+            let family = r.session.family, keysStart = keys.count
             for (command, argv) in commands[start...] { command.appendKeys(in: argv, in: family, to: &keys) }
-            together.append(Together(run: i, commands: start..<commands.count))
+            together.append(Together(run: i, commands: start..<commands.count, keys: keysStart..<keys.count))
         }
         guard !together.isEmpty else { return results }
         switch runTogether(together, runs, commands, keys) {
@@ -89,12 +89,7 @@ extension Engine {
             for t in together {
                 // When the batch fails, each run is tried alone, so one connection's failure
                 // (say, its family was dropped) is not every connection's.
-                var alone: Result<[(reply: [UInt8], outcome: Outcome)], CommandError> = .failure(error)
-                if together.count > 1 {
-                    var keys: [(key: [UInt8], family: Family)] = []
-                    for (command, argv) in commands[t.commands] { command.appendKeys(in: argv, in: runs[t.run].session.family, to: &keys) }
-                    alone = runTogether([t], runs, commands, keys)
-                }
+                let alone = together.count == 1 ? .failure(error) : runTogether([t], runs, commands, Array(keys[t.keys]))
                 switch alone {
                 case .success(let done): results[t.run] = done[0]
                 case .failure(let error):
@@ -108,10 +103,12 @@ extension Engine {
         return results
     }
 
-    /// A run of `runs` that runs in the round's transaction: its commands' range of the round's.
+    /// A run of `runs` that runs in the round's transaction: its ranges of the round's commands
+    /// and of the keys they lock.
     private struct Together {
         let run: Int
         let commands: Range<Int>
+        let keys: Range<Int>
     }
 
     /// Runs `together` (runs of `runs`, their commands ranges of `commands`) as one transaction
