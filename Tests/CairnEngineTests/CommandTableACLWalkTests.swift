@@ -23,7 +23,7 @@ import Testing
         "script", "function",
         // server state and diagnostics with no key data
         "info", "command", "config", "acl", "time", "lastsave", "role", "latency", "memory|doctor", "memory|stats",
-        "memory|malloc-stats", "memory|purge", "memory|help", "object|help", "slowlog|len", "slowlog|reset", "slowlog|help", "shutdown",
+        "memory|malloc-stats", "memory|purge", "memory|help", "object|help", "xgroup|help", "xinfo|help", "slowlog|len", "slowlog|reset", "slowlog|help", "shutdown",
         "wait", "failover", "replconf", "sync", "backup.list", "backup.verify", "backup.purge", "cf.create",
     ]
 
@@ -44,7 +44,7 @@ import Testing
 
     /// Secret keys of every type, and their values, which no reply to the restricted user may show.
     static let marker = "SECRETVALUE"
-    static let secretKeys = ["secret:str", "secret:hash", "secret:set", "secret:zset", "secret:list", "secret:n"]
+    static let secretKeys = ["secret:str", "secret:hash", "secret:set", "secret:zset", "secret:list", "secret:stream", "secret:n"]
 
     static func seed(_ h: EngineHarness) {
         h.run("SET", "secret:str", "\(marker)-str")
@@ -52,6 +52,8 @@ import Testing
         h.run("SADD", "secret:set", "\(marker)-set")
         h.run("ZADD", "secret:zset", "1", "\(marker)-zset")
         h.run("RPUSH", "secret:list", "\(marker)-list")
+        h.run("XADD", "secret:stream", "1-1", "f", "\(marker)-stream")
+        h.run("XGROUP", "CREATE", "secret:stream", "g", "0")
         h.run("SET", "secret:n", "42")
         h.run("SET", "app:str", "mine")
         h.run("HSET", "app:hash", "f", "mine")
@@ -71,6 +73,8 @@ import Testing
             h.run("CF.USE", family)
             for key in secretKeys {
                 state.append("\(family) \(key) \(h.run("TYPE", key)) \(h.run("DUMP", key)) \(h.run("PTTL", key))")
+                // DUMP does not cover a stream's entries and groups.
+                state.append("\(h.run("XRANGE", key, "-", "+")) \(h.run("XINFO", "GROUPS", key))")
             }
         }
         h.run("CF.USE", "default")
@@ -84,6 +88,7 @@ import Testing
         switch name.lowercased() {
         case "key", "source", "destination", "newkey", "dstkey", "srckey": secretKeys + ["secret:*"]
         case "numkeys": ["1"]
+        case "group", "groupname": ["g"]
         case "start", "min", "begin": ["-", "-inf", "0", "[secret:"]
         case "end", "max", "stop": ["+", "+inf", "-1", "(secret;"]
         case "pattern": ["*", "secret:*"]

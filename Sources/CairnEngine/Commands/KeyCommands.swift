@@ -169,11 +169,12 @@ enum KeyCommands {
         }
         if let at = meta.expiresAt { call.engine.expirySweep.noteExpiringWrite(expiresAt: at) }
         var source = CollectionChange(key: from, meta: meta, family: call.family.name, existed: true)
-        source.meta.size = 0  // deletes its metadata; its members become unreachable
+        source.meta.removeKey()  // its members become unreachable
         try call.writeNew(to, entry.type, also: removingSource ? [source] : []) { (copy: inout NewCollection) throws(CommandError) in
             copy.meta.size = meta.size
             copy.meta.head = meta.head
             copy.meta.tail = meta.tail
+            copy.meta.stream = meta.stream
             copy.meta.expiresAt = meta.expiresAt
             try call.copyMembers(meta, of: from, into: &copy)
         }

@@ -87,7 +87,7 @@ final class Transaction {
     /// would otherwise recompute (the decoded metadata, its members' key prefix).
     struct StagedCollection {
         let handle: ColumnFamily
-        /// A size of 0 deletes the key.
+        /// Gone (`isGone`: a size of 0) deletes the key.
         var meta: CollectionMetadata
         /// `MemberKeys.prefix` of this version.
         var prefix: [UInt8]
@@ -131,7 +131,7 @@ final class Transaction {
     /// What this transaction staged for `key`: `.some(bytes)`, `.some(nil)` when it deleted
     /// the key (directly, by FLUSHDB or by DELRANGE), or nil when the database decides.
     func staged(_ key: [UInt8], in family: String) -> [UInt8]?? {
-        if !stagedMetadata.isEmpty, let c = stagedMetadata[FamilyKey(family: family, key: key)] { return .some(c.meta.size == 0 ? nil : c.meta.stored) }
+        if !stagedMetadata.isEmpty, let c = stagedMetadata[FamilyKey(family: family, key: key)] { return .some(c.meta.isGone ? nil : c.meta.stored) }
         if let value = overlay[family]?[ByteKey(key)] { return value }
         if cleared.contains(family) { return .some(nil) }
         for r in deletedRanges[family] ?? [] where !key.lexicographicallyPrecedes(r.lower) && key.lexicographicallyPrecedes(r.end) {
@@ -208,7 +208,7 @@ final class Transaction {
     private func writeStagedMetadata() {
         guard !stagedMetadata.isEmpty else { return }
         for (at, c) in stagedMetadata {
-            let stored: [UInt8]? = c.meta.size == 0 ? nil : c.meta.stored
+            let stored: [UInt8]? = c.meta.isGone ? nil : c.meta.stored
             if let stored { batch.put(at.key, stored, in: c.handle) } else { batch.delete(at.key, in: c.handle) }
             noteStaged(at.key, stored, in: at.family)
         }

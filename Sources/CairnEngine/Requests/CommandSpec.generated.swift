@@ -20,6 +20,7 @@ extension CommandSpec {
         + server()
         + set()
         + sortedSet()
+        + stream()
         + string()
         + transactions()
 
@@ -3822,6 +3823,428 @@ extension CommandSpec {
                         A("sum", .pureToken, token: "SUM"),
                         A("min", .pureToken, token: "MIN"),
                         A("max", .pureToken, token: "MAX"),
+                    ]),
+                ]
+            ),
+        ]
+    }
+
+    private static func stream() -> [CommandSpec] {
+        [
+            CommandSpec(
+                "xack", group: "stream", since: "5.0.0", arity: -4,
+                flags: [.write, .fast], acl: [.write, .stream, .fast],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RW, .update], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                summary: "Acknowledges entries, removing them from a consumer group's pending list.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("group", .string),
+                    A("id", .string, [.multiple]),
+                ]
+            ),
+            CommandSpec(
+                "xadd", group: "stream", since: "5.0.0", arity: -5,
+                flags: [.write, .denyoom, .fast], acl: [.write, .stream, .fast],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RW, .update], .index(1), .range(lastKey: 0, step: 1, limit: 0), notes: "UPDATE instead of INSERT because of the optional trimming feature"),
+                ],
+                tips: ["nondeterministic_output"],
+                history: [
+                    ("6.2.0", "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option."),
+                    ("7.0.0", "Added support for the `<ms>-*` explicit ID form."),
+                ],
+                summary: "Appends an entry to a stream, creating it if needed, and trims it if asked.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("nomkstream", .pureToken, token: "NOMKSTREAM", since: "6.2.0", [.optional]),
+                    A("trim", .block, [.optional], [
+                        A("strategy", .oneof, [], [
+                            A("maxlen", .pureToken, token: "MAXLEN"),
+                            A("minid", .pureToken, token: "MINID", since: "6.2.0"),
+                        ]),
+                        A("operator", .oneof, [.optional], [
+                            A("equal", .pureToken, token: "="),
+                            A("approximately", .pureToken, token: "~"),
+                        ]),
+                        A("threshold", .string),
+                        A("count", .integer, token: "LIMIT", since: "6.2.0", [.optional]),
+                    ]),
+                    A("id_or_auto", .oneof, [], [
+                        A("auto_id", .pureToken, token: "*"),
+                        A("id", .string),
+                    ]),
+                    A("field_value", .block, [.multiple], [
+                        A("field", .string),
+                        A("value", .string),
+                    ]),
+                ]
+            ),
+            CommandSpec(
+                "xautoclaim", group: "stream", since: "6.2.0", arity: -6,
+                flags: [.write, .fast], acl: [.write, .stream, .fast],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RW, .delete], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                tips: ["nondeterministic_output"],
+                history: [
+                    ("7.0.0", "Added an element to the reply array, containing deleted entries the command cleared from the PEL"),
+                ],
+                summary: "Transfers pending entries idle long enough to another consumer, scanning from a cursor.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("group", .string),
+                    A("consumer", .string),
+                    A("min-idle-time", .string),
+                    A("start", .string),
+                    A("count", .integer, token: "COUNT", [.optional]),
+                    A("justid", .pureToken, token: "JUSTID", [.optional]),
+                ]
+            ),
+            CommandSpec(
+                "xclaim", group: "stream", since: "5.0.0", arity: -6,
+                flags: [.write, .fast], acl: [.write, .stream, .fast],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RW, .update], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                tips: ["nondeterministic_output"],
+                summary: "Transfers pending entries of a consumer group to another consumer.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("group", .string),
+                    A("consumer", .string),
+                    A("min-idle-time", .string),
+                    A("id", .string, [.multiple]),
+                    A("ms", .integer, token: "IDLE", [.optional]),
+                    A("unix-time-milliseconds", .unixTime, token: "TIME", [.optional]),
+                    A("count", .integer, token: "RETRYCOUNT", [.optional]),
+                    A("force", .pureToken, token: "FORCE", [.optional]),
+                    A("justid", .pureToken, token: "JUSTID", [.optional]),
+                    A("id", .string, token: "LASTID", [.optional]),
+                ]
+            ),
+            CommandSpec(
+                "xdel", group: "stream", since: "5.0.0", arity: -3,
+                flags: [.write, .fast], acl: [.write, .stream, .fast],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RW, .delete], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                summary: "Deletes entries from a stream and returns how many were there.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("id", .string, [.multiple]),
+                ]
+            ),
+            CommandSpec(
+                "xgroup", group: "stream", since: "5.0.0", arity: -2,
+                flags: [], acl: [.slow],
+                summary: "A container for the consumer-group commands."
+            ),
+            CommandSpec(
+                "xgroup|create", group: "stream", since: "5.0.0", arity: -5,
+                flags: [.write, .denyoom], acl: [.write, .stream, .slow],
+                keys: (2, 2, 1),
+                keySpecs: [
+                    K([.RW, .insert], .index(2), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                history: [
+                    ("7.0.0", "Added the `entries_read` named argument."),
+                ],
+                summary: "Creates a consumer group.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("groupname", .string),
+                    A("id", .oneof, [], [
+                        A("id", .string),
+                        A("new_id", .pureToken, token: "$"),
+                    ]),
+                    A("mkstream", .pureToken, token: "MKSTREAM", [.optional]),
+                    A("entries_read", .integer, token: "ENTRIESREAD", [.optional]),
+                ]
+            ),
+            CommandSpec(
+                "xgroup|createconsumer", group: "stream", since: "6.2.0", arity: 5,
+                flags: [.write, .denyoom], acl: [.write, .stream, .slow],
+                keys: (2, 2, 1),
+                keySpecs: [
+                    K([.RW, .insert], .index(2), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                summary: "Creates a consumer in a consumer group.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("groupname", .string),
+                    A("consumername", .string),
+                ]
+            ),
+            CommandSpec(
+                "xgroup|delconsumer", group: "stream", since: "5.0.0", arity: 5,
+                flags: [.write], acl: [.write, .stream, .slow],
+                keys: (2, 2, 1),
+                keySpecs: [
+                    K([.RW, .delete], .index(2), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                summary: "Deletes a consumer of a group and its pending entries.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("groupname", .string),
+                    A("consumername", .string),
+                ]
+            ),
+            CommandSpec(
+                "xgroup|destroy", group: "stream", since: "5.0.0", arity: 4,
+                flags: [.write], acl: [.write, .stream, .slow],
+                keys: (2, 2, 1),
+                keySpecs: [
+                    K([.RW, .delete], .index(2), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                summary: "Deletes a consumer group.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("groupname", .string),
+                ]
+            ),
+            CommandSpec(
+                "xgroup|help", group: "stream", since: "5.0.0", arity: 2,
+                flags: [.loading, .stale], acl: [.stream, .slow],
+                summary: "Returns help on the XGROUP subcommands."
+            ),
+            CommandSpec(
+                "xgroup|setid", group: "stream", since: "5.0.0", arity: -5,
+                flags: [.write], acl: [.write, .stream, .slow],
+                keys: (2, 2, 1),
+                keySpecs: [
+                    K([.RW, .update], .index(2), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                history: [
+                    ("7.0.0", "Added the optional `entries_read` argument."),
+                ],
+                summary: "Sets a consumer group's last delivered ID.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("groupname", .string),
+                    A("id", .oneof, [], [
+                        A("id", .string),
+                        A("new_id", .pureToken, token: "$"),
+                    ]),
+                    A("entries_read", .integer, token: "ENTRIESREAD", [.optional]),
+                ]
+            ),
+            CommandSpec(
+                "xinfo", group: "stream", since: "5.0.0", arity: -2,
+                flags: [], acl: [.slow],
+                summary: "A container for the stream introspection commands."
+            ),
+            CommandSpec(
+                "xinfo|consumers", group: "stream", since: "5.0.0", arity: 4,
+                flags: [.readonly], acl: [.read, .stream, .slow],
+                keys: (2, 2, 1),
+                keySpecs: [
+                    K([.RO, .access], .index(2), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                tips: ["nondeterministic_output"],
+                summary: "Returns the consumers of a consumer group.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("groupname", .string),
+                ]
+            ),
+            CommandSpec(
+                "xinfo|groups", group: "stream", since: "5.0.0", arity: 3,
+                flags: [.readonly], acl: [.read, .stream, .slow],
+                keys: (2, 2, 1),
+                keySpecs: [
+                    K([.RO, .access], .index(2), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                history: [
+                    ("7.0.0", "Added the `entries-read` and `lag` fields"),
+                ],
+                summary: "Returns the consumer groups of a stream.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                ]
+            ),
+            CommandSpec(
+                "xinfo|help", group: "stream", since: "5.0.0", arity: 2,
+                flags: [.loading, .stale], acl: [.stream, .slow],
+                summary: "Returns help on the XINFO subcommands."
+            ),
+            CommandSpec(
+                "xinfo|stream", group: "stream", since: "5.0.0", arity: -3,
+                flags: [.readonly], acl: [.read, .stream, .slow],
+                keys: (2, 2, 1),
+                keySpecs: [
+                    K([.RO, .access], .index(2), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                history: [
+                    ("6.0.0", "Added the `FULL` modifier."),
+                    ("7.0.0", "Added the `max-deleted-entry-id`, `entries-added`, `recorded-first-entry-id`, `entries-read` and `lag` fields"),
+                ],
+                summary: "Returns information about a stream.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("full", .block, token: "FULL", [.optional], [
+                        A("count", .integer, token: "COUNT", [.optional]),
+                    ]),
+                ]
+            ),
+            CommandSpec(
+                "xlen", group: "stream", since: "5.0.0", arity: 2,
+                flags: [.readonly, .fast], acl: [.read, .stream, .fast],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RO], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                summary: "Returns the number of entries in a stream.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                ]
+            ),
+            CommandSpec(
+                "xpending", group: "stream", since: "5.0.0", arity: -3,
+                flags: [.readonly], acl: [.read, .stream, .slow],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RO, .access], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                tips: ["nondeterministic_output"],
+                history: [
+                    ("6.2.0", "Added the `IDLE` option and exclusive range intervals."),
+                ],
+                summary: "Returns a summary or the entries of a consumer group's pending list.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("group", .string),
+                    A("filters", .block, [.optional], [
+                        A("min-idle-time", .integer, token: "IDLE", since: "6.2.0", [.optional]),
+                        A("start", .string),
+                        A("end", .string),
+                        A("count", .integer),
+                        A("consumer", .string, [.optional]),
+                    ]),
+                ]
+            ),
+            CommandSpec(
+                "xrange", group: "stream", since: "5.0.0", arity: -4,
+                flags: [.readonly], acl: [.read, .stream, .slow],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RO, .access], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                history: [
+                    ("6.2.0", "Added exclusive ranges."),
+                ],
+                summary: "Returns the entries of a stream whose IDs fall within a range.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("start", .string),
+                    A("end", .string),
+                    A("count", .integer, token: "COUNT", [.optional]),
+                ]
+            ),
+            CommandSpec(
+                "xread", group: "stream", since: "5.0.0", arity: -4,
+                flags: [.readonly, .blocking, .movableKeys], acl: [.read, .stream, .slow, .blocking],
+                keySpecs: [
+                    K([.RO, .access], .keyword("STREAMS", startFrom: 1), .range(lastKey: -1, step: 1, limit: 2)),
+                ],
+                summary: "Returns the entries of one or more streams after the IDs given; can block until there are some.",
+                arguments: [
+                    A("count", .integer, token: "COUNT", [.optional]),
+                    A("milliseconds", .integer, token: "BLOCK", [.optional]),
+                    A("streams", .block, token: "STREAMS", [], [
+                        A("key", .key, keySpec: 0, [.multiple]),
+                        A("id", .string, [.multiple]),
+                    ]),
+                ]
+            ),
+            CommandSpec(
+                "xreadgroup", group: "stream", since: "5.0.0", arity: -7,
+                flags: [.write, .blocking, .movableKeys], acl: [.write, .stream, .slow, .blocking],
+                keySpecs: [
+                    K([.RO, .access], .keyword("STREAMS", startFrom: 4), .range(lastKey: -1, step: 1, limit: 2)),
+                ],
+                summary: "Returns new entries of streams for a consumer of a group, or the consumer's pending ones; can block.",
+                arguments: [
+                    A("group_consumer", .block, token: "GROUP", [], [
+                        A("group", .string),
+                        A("consumer", .string),
+                    ]),
+                    A("count", .integer, token: "COUNT", [.optional]),
+                    A("milliseconds", .integer, token: "BLOCK", [.optional]),
+                    A("noack", .pureToken, token: "NOACK", [.optional]),
+                    A("streams", .block, token: "STREAMS", [], [
+                        A("key", .key, keySpec: 0, [.multiple]),
+                        A("id", .string, [.multiple]),
+                    ]),
+                ]
+            ),
+            CommandSpec(
+                "xrevrange", group: "stream", since: "5.0.0", arity: -4,
+                flags: [.readonly], acl: [.read, .stream, .slow],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RO, .access], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                history: [
+                    ("6.2.0", "Added exclusive ranges."),
+                ],
+                summary: "Returns the entries of a stream whose IDs fall within a range, newest first.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("end", .string),
+                    A("start", .string),
+                    A("count", .integer, token: "COUNT", [.optional]),
+                ]
+            ),
+            CommandSpec(
+                "xsetid", group: "stream", since: "5.0.0", arity: -3,
+                flags: [.write, .denyoom, .fast], acl: [.write, .stream, .fast],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RW, .update], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                history: [
+                    ("7.0.0", "Added the `entries_added` and `max_deleted_entry_id` arguments."),
+                ],
+                summary: "Sets a stream's last ID and counters (used by replication).",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("last-id", .string),
+                    A("entries_added", .integer, token: "ENTRIESADDED", since: "7.0.0", [.optional]),
+                    A("max_deleted_entry_id", .string, token: "MAXDELETEDID", since: "7.0.0", [.optional]),
+                ]
+            ),
+            CommandSpec(
+                "xtrim", group: "stream", since: "5.0.0", arity: -4,
+                flags: [.write], acl: [.write, .stream, .slow],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.RW, .delete], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                tips: ["nondeterministic_output"],
+                history: [
+                    ("6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option."),
+                ],
+                summary: "Removes a stream's oldest entries, down to a length or a minimum ID.",
+                arguments: [
+                    A("key", .key, keySpec: 0),
+                    A("trim", .block, [], [
+                        A("strategy", .oneof, [], [
+                            A("maxlen", .pureToken, token: "MAXLEN"),
+                            A("minid", .pureToken, token: "MINID", since: "6.2.0"),
+                        ]),
+                        A("operator", .oneof, [.optional], [
+                            A("equal", .pureToken, token: "="),
+                            A("approximately", .pureToken, token: "~"),
+                        ]),
+                        A("threshold", .string),
+                        A("count", .integer, token: "LIMIT", since: "6.2.0", [.optional]),
                     ]),
                 ]
             ),

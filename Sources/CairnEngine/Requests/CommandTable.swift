@@ -94,5 +94,9 @@ public struct CommandTable: Sendable {
         HyperLogLogCommands.all,
         SortCommand.all,
         LCSCommand.all,
+        StreamCommands.all,
+        StreamReads.all,
+        StreamGroupCommands.all,
+        StreamInfo.all,
     ])
 }

@@ -32,6 +32,8 @@ enum DumpCommands {
         }
         var w: DumpWriter
         switch meta.type {
+        case .stream:
+            throw CommandError("ERR", "DUMP of a stream is not supported yet; copy it with XRANGE and XADD")
         case .hash: w = DumpWriter(.hash)
         case .set: w = DumpWriter(.set)
         case .zset: w = DumpWriter(.zset2)
@@ -44,7 +46,7 @@ enum DumpCommands {
             case .hash: w.string(sub); w.string(value)
             case .set: w.string(sub)
             case .zset: w.string(sub); w.binaryDouble(MemberKeys.score(value: value))
-            case .list, .string: w.string(value)
+            case .list, .string, .stream: w.string(value)
             }
             written += 1
             return true

@@ -2,7 +2,8 @@ import Rocks
 
 /// The staged changes of one collection: member entries to write or delete and the metadata to
 /// store with them, committed as one write batch (`Call.commit`). A collection whose size falls
-/// to 0 is deleted, as Redis deletes an emptied hash, set, sorted set or list.
+/// to 0 is deleted, as Redis deletes an emptied hash, set, sorted set or list (not a stream:
+/// `CollectionMetadata.isGone`).
 struct CollectionChange {
     let key: [UInt8]
     var meta: CollectionMetadata
@@ -12,6 +13,8 @@ struct CollectionChange {
     let existed: Bool
     /// The key held something else that this change replaces (a *STORE destination).
     var replaces = false
+    /// The metadata changed without any member (XSETID): it is written all the same.
+    var rewritesMetadata = false
     private(set) var puts: [([UInt8], [UInt8])] = []
     private(set) var deletes: [[UInt8]] = []
 
@@ -43,7 +46,7 @@ struct CollectionChange {
     /// Forgets the puts so far, once they are written (`NewCollection`).
     mutating func removePuts() { puts.removeAll(keepingCapacity: true) }
 
-    var isEmpty: Bool { puts.isEmpty && deletes.isEmpty && !replaces }
+    var isEmpty: Bool { puts.isEmpty && deletes.isEmpty && !replaces && !rewritesMetadata }
 }
 
 /// Reads and writes of hashes, sets, sorted sets and lists for handlers: the metadata under the
@@ -55,7 +58,7 @@ extension Call {
     /// The live metadata of collection `key`, nil when the key is missing or expired;
     /// WRONGTYPE when it holds another type.
     func collection(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionMetadata? {
-        if let staged = try stagedCollection(key, type) { return staged.meta.size == 0 ? nil : staged.meta }
+        if let staged = try stagedCollection(key, type) { return staged.meta.isGone ? nil : staged.meta }
         return try withStored(key) { (stored: KeyType?, payload: UnsafeRawBufferPointer?, expiresAt: Int64?) throws(CommandError) -> CollectionMetadata? in
             guard let stored, let payload else { return nil }
             guard stored == type else { throw .wrongType }
@@ -66,7 +69,7 @@ extension Call {
     /// The change to make to collection `key`: its current metadata, or a new empty collection
     /// with a fresh version. WRONGTYPE when the key holds another type. Call under `locked`.
     func change(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionChange {
-        if let staged = try stagedCollection(key, type), staged.meta.size > 0 {
+        if let staged = try stagedCollection(key, type), !staged.meta.isGone {
             return CollectionChange(key: key, meta: staged.meta, prefix: staged.prefix, existed: true)
         }
         if let meta = try collection(key, type) {
@@ -90,7 +93,7 @@ extension Call {
     /// when the staged collection is of another type.
     private func stagedCollection(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> Transaction.StagedCollection? {
         guard let tx = session.transaction, let staged = tx.stagedCollection(key, in: family.name), staged.meta.expiresAt == nil else { return nil }
-        if staged.meta.size > 0 && staged.meta.type != type { throw .wrongType }
+        if !staged.meta.isGone && staged.meta.type != type { throw .wrongType }
         return staged
     }
 
@@ -119,7 +122,7 @@ extension Call {
     /// key holds another type. Call under `locked`.
     func existing(_ key: [UInt8], _ type: KeyType) throws(CommandError) -> CollectionChange? {
         if let staged = try stagedCollection(key, type) {
-            return staged.meta.size == 0 ? nil : CollectionChange(key: key, meta: staged.meta, prefix: staged.prefix, existed: true)
+            return staged.meta.isGone ? nil : CollectionChange(key: key, meta: staged.meta, prefix: staged.prefix, existed: true)
         }
         return try collection(key, type).map { CollectionChange(key: key, meta: $0, family: family.name, existed: true) }
     }
@@ -373,7 +376,7 @@ extension Call {
 
     /// Whether committing `c` writes anything (a new collection left empty writes nothing).
     private static func writes(_ c: borrowing CollectionChange) -> Bool {
-        !c.isEmpty || (c.existed && c.meta.size == 0)
+        !c.isEmpty || (c.existed && c.meta.isGone)
     }
 
     private func stage(_ c: borrowing CollectionChange, in tx: Transaction) {
@@ -397,7 +400,7 @@ extension Call {
         for c in changes {
             for (k, v) in c.puts { batch.put(k, v, in: members) }
             for k in c.deletes { batch.delete(k, in: members) }
-            if c.meta.size == 0 { batch.delete(c.key, in: family.handle) } else { batch.put(c.key, c.meta.stored, in: family.handle) }
+            if c.meta.isGone { batch.delete(c.key, in: family.handle) } else { batch.put(c.key, c.meta.stored, in: family.handle) }
         }
         if inFlight, let meta = database.family(named: Engine.metaFamilyName) {
             batch.delete(Engine.inFlightKey(changes[0].prefix), in: meta)
@@ -408,6 +411,6 @@ extension Call {
         try engine.storage("write") { try engine.writeClaimed(batch, options: options) }
         if inFlight { engine.stats.piecewiseWrites.increment() }
         for c in changes { engine.locks.changed(c.key, in: family) }
-        engine.blocking.signal(family: family.name, keys: changes.lazy.filter { $0.meta.size > 0 }.map(\.key))
+        engine.blocking.signal(family: family.name, keys: changes.lazy.filter { !$0.meta.isGone }.map(\.key))
     }
 }

@@ -1,14 +1,15 @@
 import Synchronization
 
-/// The value stored under a hash, set, sorted set or list key, after the value header (whose
-/// type nibble says which): the collection's version and size, and for a list the positions of
-/// its first element and one past its last.
+/// The value stored under a hash, set, sorted set, list or stream key, after the value header
+/// (whose type nibble says which): the collection's version and size, for a list the positions
+/// of its first element and one past its last, for a stream its ID counters.
 ///
 /// ```
 /// version  8 bytes big-endian   (members are keyed under it: see MemberKeys)
 /// size     8 bytes big-endian   (members, fields or elements)
 /// head     8 bytes big-endian   (lists only: the position of the first element)
 /// tail     8 bytes big-endian   (lists only: one past the last)
+/// stream   40 bytes             (streams only: StreamCounters)
 /// home     optional: 0x01, then the key the members are stored under, when RENAME moved the
 ///          collection away from it (see `home`)
 /// ```
@@ -27,6 +28,21 @@ struct CollectionMetadata: Equatable {
     /// where they are (a `moved` record in `cairn.meta` tells the compaction filter where the
     /// collection went: `CollectionMoves`). Nil: under this key.
     var home: [UInt8]? = nil
+    /// A stream's last ID, highest deleted ID and count of entries ever added.
+    var stream = StreamCounters()
+
+    /// Set to delete the key with this change (`removeKey`).
+    private var removed = false
+
+    /// Whether the key holds nothing any more: a collection emptied of its members is deleted,
+    /// as in Redis, except a stream, which lives on empty until it is deleted (`removeKey`).
+    var isGone: Bool { removed || size == 0 && type != .stream }
+
+    /// Makes committing this metadata delete the key, whatever its type.
+    mutating func removeKey() {
+        size = 0
+        removed = true
+    }
 
     /// The prefix of every member entry of this collection, stored at `key` in `family`.
     func memberPrefix(family: String, key: [UInt8]) -> [UInt8] {
@@ -52,7 +68,7 @@ struct CollectionMetadata: Equatable {
     init?(type: KeyType, payload: some Collection<UInt8>, expiresAt: Int64?) {
         guard type != .string else { return nil }
         let bytes = Array(payload)
-        let needed = type == .list ? 32 : 16
+        let needed = type == .list ? 32 : type == .stream ? 16 + StreamCounters.encodedSize : 16
         guard bytes.count >= needed else { return nil }
         self.type = type
         self.version = BigEndian.read(UInt64.self, bytes[0...])
@@ -61,6 +77,7 @@ struct CollectionMetadata: Equatable {
             head = BigEndian.read(UInt64.self, bytes[16...])
             tail = BigEndian.read(UInt64.self, bytes[24...])
         }
+        if type == .stream { stream = StreamCounters(bytes[16...]) }
         if bytes.count > needed && bytes[needed] == Self.homeMarker { home = Array(bytes[(needed + 1)...]) }
         self.expiresAt = expiresAt
     }
@@ -77,6 +94,7 @@ struct CollectionMetadata: Equatable {
             BigEndian.append(head, to: &out)
             BigEndian.append(tail, to: &out)
         }
+        if type == .stream { stream.append(to: &out) }
         if let home {
             out.append(Self.homeMarker)
             out += home

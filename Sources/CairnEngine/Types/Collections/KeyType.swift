@@ -7,6 +7,7 @@ public enum KeyType: UInt8, Sendable, CaseIterable {
     case set = 2
     case zset = 3
     case list = 4
+    case stream = 5
 
     /// The name TYPE answers and SCAN TYPE takes.
     public var name: String {
@@ -16,6 +17,7 @@ public enum KeyType: UInt8, Sendable, CaseIterable {
         case .set: "set"
         case .zset: "zset"
         case .list: "list"
+        case .stream: "stream"
         }
     }
 
@@ -28,6 +30,7 @@ public enum KeyType: UInt8, Sendable, CaseIterable {
         case .set: "hashtable"
         case .zset: "skiplist"
         case .list: "quicklist"
+        case .stream: "stream"
         }
     }
 

@@ -8,8 +8,9 @@
 /// key
 /// version             8 bytes big-endian (CollectionMetadata.version)
 /// tag                 1 byte: what the rest is (Tag)
-/// sub-key             hash field, set member, sorted-set member, list position, or
-///                     (for the score index) an 8-byte order-preserving score then the member
+/// sub-key             hash field, set member, sorted-set member, list position, stream
+///                     entry ID, or (for the score index) an 8-byte order-preserving score
+///                     then the member; a stream's groups' records (`StreamGroups`)
 /// ```
 /// The lengths make one collection's entries a contiguous range that no other key's can
 /// interleave, so a member read is one point lookup and HGETALL, ZRANGE or LRANGE an ordered
@@ -17,10 +18,17 @@
 enum MemberKeys {
     enum Tag: UInt8 {
         /// A hash field (value: the field's value), a set member (value: empty), a sorted-set
-        /// member (value: its score, 8 bytes), a list element (sub-key: its 8-byte position).
+        /// member (value: its score, 8 bytes), a list element (sub-key: its 8-byte position), a
+        /// stream entry (sub-key: its 16-byte ID, value: its fields: `StreamEntry`).
         case member = 1
         /// A sorted set's score index: sub-key = order-preserving score + member, value empty.
         case score = 2
+        /// A stream's consumer group: sub-key = its name (`StreamGroups`).
+        case group = 3
+        /// An entry of a consumer group's pending list: sub-key = group, then entry ID.
+        case pending = 4
+        /// A consumer of a group: sub-key = group, then consumer name.
+        case consumer = 5
     }
 
     /// Every entry of one collection starts with this.

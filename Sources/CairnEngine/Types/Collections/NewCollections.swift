@@ -120,12 +120,12 @@ extension Call {
         var new = NewCollection(self, key, type)
         do {
             try fill(&new)
-            if new.meta.size > 0 { try new.writeAhead() }
+            if !new.meta.isGone { try new.writeAhead() }
         } catch {
             new.abandon()
             throw error
         }
-        guard new.meta.size > 0 else {
+        guard !new.meta.isGone else {
             if try withStored(key, { t, _, _ in t != nil }) { try remove(key) }
             if !also.isEmpty { try commit(also) }
             return new.meta

@@ -1,0 +1,255 @@
+"""Streams against a real redis-server 7.0: the same commands sent to both servers must get the
+same replies, in RESP2 and RESP3 (IDs are given explicitly, and times are compared as
+present, not by value). Then what a comparison cannot show: blocking reads woken by XADD,
+MULTI, scripts, ACL key patterns, and a restart."""
+import threading
+import time
+
+import pytest
+import redis
+
+from conftest import REDIS_SERVER, Cairnd
+from test_geo import Error, Raw
+
+pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+
+# Fields whose value is a time or a duration: compared as integers, not by value.
+TIME_FIELDS = {b"idle", b"seen-time"}
+
+
+def is_id(x):
+    return isinstance(x, bytes) and x.count(b"-") == 1 and x.replace(b"-", b"").isdigit()
+
+
+def normalize(reply, command=None):
+    """Times replaced by a marker: `idle` and `seen-time` fields, and the delivery time or idle
+    time of a pending entry ([id, consumer, time, count] or [id, time, count])."""
+    if isinstance(reply, dict):
+        return {k: ("<time>" if k in TIME_FIELDS and isinstance(v, int) else normalize(v)) for k, v in reply.items()}
+    if isinstance(reply, list):
+        out = []
+        for i, item in enumerate(reply):
+            previous = reply[i - 1] if i > 0 else None
+            if isinstance(previous, bytes) and previous in TIME_FIELDS and isinstance(item, int):
+                out.append("<time>")
+            else:
+                out.append(normalize(item))
+        if reply and is_id(reply[0]):
+            if len(reply) == 4 and isinstance(reply[1], bytes) and isinstance(reply[2], int) and isinstance(reply[3], int):
+                out[2] = "<time>"
+            if len(reply) == 3 and isinstance(reply[1], int) and isinstance(reply[2], int):
+                out[1] = "<time>"
+        return out
+    return reply
+
+
+SEQUENCES = {
+    "add_and_ranges": [
+        ["XADD", "s", "1-1", "a", "1"], ["XADD", "s", "1-*", "b", "2"], ["XADD", "s", "1", "c", "3"],
+        ["XADD", "s", "2-*", "d", "4", "e", "5"], ["XADD", "s", "5-0", "f", "6"], ["XADD", "s", "5-0", "f", "6"],
+        ["XADD", "s", "0-0", "x", "y"], ["XADD", "s", "abc", "x", "y"], ["XADD", "s", "1-1", "x"],
+        ["XADD", "s", "NOMKSTREAM", "9-9", "x", "y"], ["XADD", "missing", "NOMKSTREAM", "*", "x", "y"],
+        ["XLEN", "s"], ["XLEN", "missing"],
+        ["XRANGE", "s", "-", "+"], ["XRANGE", "s", "1", "2"], ["XRANGE", "s", "(1-1", "+"], ["XRANGE", "s", "-", "(5"],
+        ["XRANGE", "s", "-", "+", "COUNT", "2"], ["XRANGE", "s", "-", "+", "COUNT", "0"], ["XRANGE", "s", "-", "+", "COUNT", "-1"],
+        ["XRANGE", "s", "-", "+", "COUNT"], ["XRANGE", "s", "(18446744073709551615-18446744073709551615", "+"],
+        ["XRANGE", "s", "-", "(0-0"], ["XRANGE", "s", "x", "+"], ["XRANGE", "s", "(-", "+"], ["XRANGE", "missing", "-", "+"],
+        ["XREVRANGE", "s", "+", "-"], ["XREVRANGE", "s", "+", "-", "COUNT", "1"], ["XREVRANGE", "s", "(5", "1-2"],
+        ["SET", "str", "v"], ["XADD", "str", "*", "a", "b"], ["XRANGE", "str", "-", "+"], ["XLEN", "str"],
+    ],
+    "delete_trim_setid": [
+        *[["XADD", "t", f"{i}-1", "n", str(i)] for i in range(1, 21)],
+        ["XDEL", "t", "3-1", "3-1", "4-1", "99-1"], ["XDEL", "t", "bad"], ["XDEL", "missing", "1-1"],
+        ["XLEN", "t"], ["XTRIM", "t", "MAXLEN", "15"], ["XLEN", "t"], ["XRANGE", "t", "-", "+", "COUNT", "1"],
+        ["XTRIM", "t", "MINID", "10"], ["XRANGE", "t", "-", "+", "COUNT", "1"], ["XTRIM", "t", "MAXLEN", "~", "2"],
+        ["XTRIM", "t", "MAXLEN", "=", "8"], ["XTRIM", "t", "MINID", "~", "19"], ["XTRIM", "t", "MAXLEN", "2", "LIMIT", "1"],
+        ["XTRIM", "t", "MAXLEN", "~", "2", "LIMIT", "1"], ["XTRIM", "t", "MAXLEN", "-1"], ["XTRIM", "t", "MAXLEN", "1", "MINID", "1"],
+        ["XTRIM", "t"], ["XTRIM", "t", "LIMIT", "1"], ["XTRIM", "missing", "MAXLEN", "1"], ["XTRIM", "t", "FOO", "1"],
+        ["XADD", "t", "MAXLEN", "3", "30-1", "n", "30"], ["XRANGE", "t", "-", "+"],
+        ["XADD", "t", "MINID", "30", "31-1", "n", "31"], ["XRANGE", "t", "-", "+"],
+        ["XADD", "t", "MAXLEN", "~", "1", "LIMIT", "5", "32-1", "n", "32"], ["XADD", "t", "LIMIT", "5", "33-1", "n", "33"],
+        ["XSETID", "t", "10-1"], ["XSETID", "t", "40-1"], ["XADD", "t", "40-1", "a", "b"], ["XADD", "t", "40-*", "a", "b"],
+        ["XSETID", "t", "50-1", "ENTRIESADDED", "100", "MAXDELETEDID", "45-0"], ["XSETID", "t", "50-1", "ENTRIESADDED", "1"],
+        ["XSETID", "t", "50-1", "MAXDELETEDID", "60-0"], ["XSETID", "t", "44-0"], ["XSETID", "missing", "1-1"],
+        ["XSETID", "t", "50-1", "FOO"], ["XINFO", "STREAM", "t"],
+        ["XDEL", "t", "40-1", "40-2", "31-1", "32-1", "33-1"], ["XLEN", "t"], ["XRANGE", "t", "-", "+"], ["XINFO", "STREAM", "t"],
+        ["EXISTS", "t"], ["TYPE", "t"], ["OBJECT", "ENCODING", "t"],
+    ],
+    "approximate_nodes": [
+        *[["XADD", "n", f"{i}-1", "f", "v"] for i in range(1, 251)],
+        ["XTRIM", "n", "MAXLEN", "~", "120"], ["XLEN", "n"], ["XTRIM", "n", "MAXLEN", "~", "10", "LIMIT", "99"],
+        ["XTRIM", "n", "MINID", "~", "230"], ["XLEN", "n"], ["XRANGE", "n", "-", "+", "COUNT", "1"],
+        ["XADD", "n", "MAXLEN", "~", "0", "300-1", "f", "v"], ["XLEN", "n"],
+    ],
+    "groups": [
+        ["XGROUP", "CREATE", "g", "grp", "$"], ["XGROUP", "CREATE", "g", "grp", "$", "MKSTREAM"],
+        ["XGROUP", "CREATE", "g", "grp", "$", "MKSTREAM"], ["XGROUP", "CREATE", "g", "other", "0", "ENTRIESREAD", "-5"],
+        ["XGROUP", "CREATE", "g", "other", "0", "FOO"], ["XLEN", "g"], ["TYPE", "g"],
+        *[["XADD", "g", f"{i}-0", "job", str(i)] for i in range(1, 8)],
+        ["XREADGROUP", "GROUP", "grp", "alice", "COUNT", "2", "STREAMS", "g", ">"],
+        ["XREADGROUP", "GROUP", "grp", "bob", "STREAMS", "g", ">"],
+        ["XREADGROUP", "GROUP", "grp", "bob", "STREAMS", "g", ">"],
+        ["XREADGROUP", "GROUP", "grp", "alice", "STREAMS", "g", "0"],
+        ["XREADGROUP", "GROUP", "grp", "alice", "COUNT", "1", "STREAMS", "g", "1-0"],
+        ["XREADGROUP", "GROUP", "nogrp", "alice", "STREAMS", "g", ">"], ["XREADGROUP", "GROUP", "grp", "alice", "STREAMS", "g", "$"],
+        ["XREADGROUP", "GROUP", "grp", "alice", "STREAMS", "g"], ["XREADGROUP", "STREAMS", "g", ">"],
+        ["XREAD", "GROUP", "grp", "a", "STREAMS", "g", ">"], ["XREAD", "STREAMS", "g", ">"], ["XREAD", "NOACK", "STREAMS", "g", "0"],
+        ["XPENDING", "g", "grp"], ["XPENDING", "g", "grp", "-", "+", "10"], ["XPENDING", "g", "grp", "-", "+", "10", "bob"],
+        ["XPENDING", "g", "grp", "-", "+", "10", "nobody"], ["XPENDING", "g", "grp", "IDLE", "0", "-", "+", "3"],
+        ["XPENDING", "g", "grp", "(1-0", "5", "2"], ["XPENDING", "g", "grp", "-", "+"], ["XPENDING", "g", "nogrp"],
+        ["XPENDING", "missing", "grp"], ["XPENDING", "g", "grp", "IDLE", "x", "-", "+", "3"],
+        ["XACK", "g", "grp", "1-0", "1-0", "9-9"], ["XACK", "g", "grp", "bad"], ["XACK", "g", "nogrp", "1-0"], ["XACK", "missing", "g", "1-0"],
+        ["XPENDING", "g", "grp"], ["XDEL", "g", "3-0"], ["XREADGROUP", "GROUP", "grp", "bob", "STREAMS", "g", "0"],
+        ["XCLAIM", "g", "grp", "carol", "0", "2-0", "3-0", "4-0"], ["XPENDING", "g", "grp"],
+        ["XCLAIM", "g", "grp", "carol", "0", "5-0", "JUSTID"], ["XCLAIM", "g", "grp", "dave", "3600000", "5-0"],
+        ["XCLAIM", "g", "grp", "dave", "0", "7-0", "RETRYCOUNT", "5", "IDLE", "1000"], ["XPENDING", "g", "grp", "-", "+", "10"],
+        ["XCLAIM", "g", "grp", "dave", "0", "6-0", "FORCE", "JUSTID", "LASTID", "6-0"], ["XCLAIM", "g", "grp", "dave", "0", "6-0", "BOGUS"],
+        ["XCLAIM", "g", "nogrp", "dave", "0", "6-0"], ["XCLAIM", "g", "grp", "dave", "x", "6-0"],
+        ["XAUTOCLAIM", "g", "grp", "erin", "0", "0", "COUNT", "2"], ["XAUTOCLAIM", "g", "grp", "erin", "0", "0", "JUSTID"],
+        ["XAUTOCLAIM", "g", "grp", "erin", "0", "0", "COUNT", "0"], ["XAUTOCLAIM", "g", "nogrp", "erin", "0", "0"],
+        ["XINFO", "GROUPS", "g"], ["XINFO", "CONSUMERS", "g", "grp"], ["XINFO", "CONSUMERS", "g", "nogrp"], ["XINFO", "STREAM", "g"],
+        ["XINFO", "STREAM", "g", "FULL"], ["XINFO", "STREAM", "g", "FULL", "COUNT", "1"], ["XINFO", "STREAM", "missing"],
+        ["XGROUP", "CREATECONSUMER", "g", "grp", "frank"], ["XGROUP", "CREATECONSUMER", "g", "grp", "frank"],
+        ["XGROUP", "CREATECONSUMER", "g", "nogrp", "frank"], ["XGROUP", "DELCONSUMER", "g", "grp", "erin"],
+        ["XGROUP", "DELCONSUMER", "g", "grp", "nobody"], ["XINFO", "CONSUMERS", "g", "grp"],
+        ["XGROUP", "SETID", "g", "grp", "0"], ["XGROUP", "SETID", "g", "grp", "$", "ENTRIESREAD", "3"], ["XINFO", "GROUPS", "g"],
+        ["XGROUP", "SETID", "g", "nogrp", "0"], ["XGROUP", "SETID", "missing", "grp", "0"],
+        ["XGROUP", "DESTROY", "g", "grp"], ["XGROUP", "DESTROY", "g", "grp"], ["XINFO", "GROUPS", "g"], ["XGROUP", "HELP"], ["XINFO", "HELP"],
+        ["XGROUP", "CREATE", "g", "late", "0"], ["XREADGROUP", "GROUP", "late", "x", "NOACK", "STREAMS", "g", ">"],
+        ["XPENDING", "g", "late"], ["XINFO", "GROUPS", "g"],
+    ],
+    "reads": [
+        ["XADD", "r1", "1-0", "a", "1"], ["XADD", "r1", "2-0", "b", "2"], ["XADD", "r2", "3-0", "c", "3"],
+        ["XREAD", "STREAMS", "r1", "r2", "0", "0"], ["XREAD", "COUNT", "1", "STREAMS", "r1", "r2", "1-0", "0-0"],
+        ["XREAD", "STREAMS", "r1", "$"], ["XREAD", "STREAMS", "r1", "r2", "missing", "2", "3", "0"],
+        ["XREAD", "STREAMS", "r1"], ["XREAD", "STREAMS", "r1", "r2", "0"], ["XREAD", "COUNT", "x", "STREAMS", "r1", "0"],
+        ["XREAD", "BLOCK", "-1", "STREAMS", "r1", "0"], ["XREAD", "STREAMS", "r1", "bad"], ["XREAD", "r1", "0"],
+        ["SET", "str", "v"], ["XREAD", "STREAMS", "r1", "str", "0", "0"],
+    ],
+}
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=["resp2", "resp3"])
+def pair(request, servers):
+    cairn, reference = servers
+    c, r = Raw(cairn.port, request.param), Raw(reference.port, request.param)
+    yield c, r
+    c.close()
+    r.close()
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_replies_equal_redis(pair, name):
+    c, r = pair
+    for conn in (c, r):
+        conn.call("FLUSHALL")
+    for command in SEQUENCES[name]:
+        got, want = c.call(*command), r.call(*command)
+        assert normalize(got, command) == normalize(want, command), f"{command}: cairn {got!r}, redis {want!r}"
+
+
+@pytest.fixture
+def cairn(servers):
+    c = servers[0].client()
+    c.flushall()
+    return c
+
+
+def test_xread_block_is_woken_by_xadd(servers, cairn):
+    cairn.xadd("q", {"old": "1"}, id="1-0")
+    result = {}
+
+    def reader():
+        r = servers[0].client()
+        result["got"] = r.xread({"q": "$"}, block=0)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    time.sleep(0.3)
+    assert "got" not in result
+    cairn.xadd("q", {"new": "2"}, id="2-0")
+    t.join(5)
+    assert result["got"] == [[b"q", [(b"2-0", {b"new": b"2"})]]]
+
+
+def test_xread_block_times_out_with_null(cairn):
+    started = time.time()
+    assert cairn.xread({"none": "$"}, block=200) == []
+    assert 0.15 < time.time() - started < 3
+
+
+def test_xreadgroup_block_is_served_in_arrival_order(servers, cairn):
+    cairn.xgroup_create("jobs", "workers", id="$", mkstream=True)
+    got = {}
+
+    def worker(name):
+        r = servers[0].client()
+        got[name] = r.xreadgroup("workers", name, {"jobs": ">"}, count=1, block=5000)
+
+    first = threading.Thread(target=worker, args=("w1",))
+    first.start()
+    time.sleep(0.2)
+    second = threading.Thread(target=worker, args=("w2",))
+    second.start()
+    time.sleep(0.2)
+    cairn.xadd("jobs", {"n": "1"}, id="1-0")
+    first.join(5)
+    assert got["w1"] == [[b"jobs", [(b"1-0", {b"n": b"1"})]]]
+    assert second.is_alive()
+    cairn.xadd("jobs", {"n": "2"}, id="2-0")
+    second.join(5)
+    assert got["w2"] == [[b"jobs", [(b"2-0", {b"n": b"2"})]]]
+    assert cairn.xpending("jobs", "workers")["pending"] == 2
+
+
+def test_in_multi_and_scripts(cairn):
+    p = cairn.pipeline(transaction=True)
+    p.xadd("m", {"a": "1"}, id="1-0")
+    p.xadd("m", {"b": "2"}, id="2-0")
+    p.xrange("m")
+    p.xread({"m": "$"}, block=100)
+    assert p.execute() == [b"1-0", b"2-0", [(b"1-0", {b"a": b"1"}), (b"2-0", {b"b": b"2"})], []]
+    assert cairn.eval("return redis.call('XADD', KEYS[1], '3-0', 'c', '3')", 1, "m") == b"3-0"
+    assert cairn.eval("return redis.call('XLEN', KEYS[1])", 1, "m") == 3
+    with pytest.raises(redis.ResponseError, match="not allowed with BLOCK option from scripts"):
+        cairn.eval("return redis.call('XREAD', 'BLOCK', 0, 'STREAMS', KEYS[1], '$')", 1, "m")
+
+
+def test_acl_key_patterns_hold_for_stream_reads(servers, cairn):
+    cairn.xadd("app:s", {"a": "1"}, id="1-0")
+    cairn.xadd("secret:s", {"a": "1"}, id="1-0")
+    cairn.acl_setuser("app", enabled=True, passwords=["+pw"], keys=["app:*"], commands=["+@all"])
+    user = servers[0].client(username="app", password="pw")
+    assert user.xread({"app:s": "0"}) == [[b"app:s", [(b"1-0", {b"a": b"1"})]]]
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        user.xread({"app:s": "0", "secret:s": "0"})
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        user.xadd("secret:s", {"b": "2"})
+    cairn.acl_deluser("app")
+
+
+def test_streams_and_groups_survive_a_restart():
+    server = Cairnd()
+    try:
+        c = server.client()
+        for i in range(1, 301):
+            c.xadd("s", {"i": str(i)}, id=f"{i}-0")
+        c.xgroup_create("s", "g", id="0")
+        c.xreadgroup("g", "c1", {"s": ">"}, count=10)
+        c.xack("s", "g", "1-0", "2-0")
+        c.xdel("s", "5-0")
+        before = (c.xlen("s"), c.xrange("s", count=3), c.xpending_range("s", "g", "-", "+", 100), c.xinfo_stream("s")["entries-added"])
+        server.stop(signal_kill())
+        server.start()
+        c = server.client()
+        after = (c.xlen("s"), c.xrange("s", count=3), c.xpending_range("s", "g", "-", "+", 100), c.xinfo_stream("s")["entries-added"])
+        assert [x["message_id"] for x in after[2]] == [x["message_id"] for x in before[2]]
+        assert after[:2] == before[:2] and after[3] == before[3] == 300
+        assert c.delete("s") == 1 and c.xlen("s") == 0
+    finally:
+        server.cleanup()
+
+
+def signal_kill():
+    import signal
+    return signal.SIGKILL
