@@ -253,3 +253,94 @@ def test_streams_and_groups_survive_a_restart():
 def signal_kill():
     import signal
     return signal.SIGKILL
+
+
+def test_kill_9_under_stream_load_loses_no_acknowledged_entry_or_pending_record():
+    """Producers XADD, consumers XREADGROUP and XACK, and cairnd is killed with SIGKILL in the
+    middle. After the restart every acknowledged XADD is there with its fields, every entry
+    delivered to a consumer and not acknowledged by an XACK reply is pending for that consumer,
+    no entry whose XACK was answered is pending, and the group read at least as far as any
+    consumer was served."""
+    server = Cairnd(["--appendfsync", "everysec"])
+    try:
+        admin = server.client()
+        admin.xgroup_create("s", "g", id="$", mkstream=True)
+        added = {}      # id -> fields, for each XADD whose reply arrived
+        delivered = {}  # id -> consumer, for each entry in an XREADGROUP reply that arrived
+        acked = set()   # ids whose XACK reply arrived
+        unsure = set()  # ids whose XACK was sent but whose reply did not arrive
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def producer(n):
+            c = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
+            i = 0
+            try:
+                while not stop.is_set():
+                    fields = {"p": str(n), "i": str(i)}
+                    entry_id = c.xadd("s", fields)
+                    with lock:
+                        added[entry_id] = fields
+                    i += 1
+            except (redis.ConnectionError, redis.TimeoutError):
+                pass
+
+        def consumer(name):
+            c = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=5)
+            try:
+                while not stop.is_set():
+                    reply = c.xreadgroup("g", name, {"s": ">"}, count=20, block=100)
+                    ids = [entry_id for _, entries in reply for entry_id, _ in entries]
+                    with lock:
+                        for entry_id in ids:
+                            assert entry_id not in delivered, "an entry was delivered twice by '>'"
+                            delivered[entry_id] = name
+                    to_ack = ids[::2]
+                    if to_ack:
+                        with lock:
+                            unsure.update(to_ack)
+                        c.xack("s", "g", *to_ack)
+                        with lock:
+                            acked.update(to_ack)
+                            unsure.difference_update(to_ack)
+            except (redis.ConnectionError, redis.TimeoutError):
+                pass
+
+        threads = [threading.Thread(target=producer, args=(n,)) for n in range(4)]
+        threads += [threading.Thread(target=consumer, args=(f"c{n}",)) for n in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(2.5)
+        server.process.send_signal(signal_kill())
+        server.process.wait()
+        stop.set()
+        for t in threads:
+            t.join(10)
+        assert len(added) > 100 and len(delivered) > 50 and len(acked) > 20, (len(added), len(delivered), len(acked))
+
+        server.start()
+        c = server.client()
+        entries = dict(c.xrange("s"))
+        ids = list(entries)
+        assert ids == sorted(ids, key=lambda i: tuple(map(int, i.split(b"-")))) and len(set(ids)) == len(ids)
+        assert c.xlen("s") == len(ids)
+        lost = [i for i, fields in added.items() if entries.get(i) != {k.encode(): v.encode() for k, v in fields.items()}]
+        assert lost == [], f"{len(lost)} acknowledged XADDs lost or changed"
+        pending = c.xpending_range("s", "g", "-", "+", 1_000_000)
+        pending_ids = [p["message_id"] for p in pending]
+        assert len(set(pending_ids)) == len(pending_ids)
+        owner = {p["message_id"]: p["consumer"].decode() for p in pending}
+        missing = [i for i, name in delivered.items() if i not in acked and i not in unsure and owner.get(i) != name]
+        assert missing == [], f"{len(missing)} delivered, unacknowledged entries not pending for their consumer"
+        still = [i for i in acked if i in owner]
+        assert still == [], f"{len(still)} entries whose XACK was answered are pending again"
+        assert all(i in entries for i in pending_ids)
+        group = c.xinfo_groups("s")[0]
+        last = group["last-delivered-id"]
+        key = lambda i: tuple(map(int, i.split(b"-")))
+        assert all(key(i) <= key(last) for i in delivered)
+        assert group["pending"] == len(pending_ids)
+        print(f"\n{len(added)} XADDs acknowledged, {len(delivered)} entries delivered, {len(acked)} acknowledged by XACK, "
+              f"{len(pending_ids)} pending after kill -9: all as acknowledged")
+    finally:
+        server.cleanup()

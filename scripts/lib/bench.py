@@ -46,11 +46,11 @@ def parse_args():
     p.add_argument("--requests", type=int, default=200_000, help="requests per test at -P 1 (200000)")
     p.add_argument("--requests-pipelined", type=int, default=1_000_000,
                    help="requests per test at -P 16 and above (1000000)")
-    p.add_argument("--tests", default="set,get,get_skewed,incr,mset,lpush,lpop,sadd,hset,zadd,zpopmin,lrange_100,evalsha",
+    p.add_argument("--tests", default="set,get,get_skewed,incr,mset,lpush,lpop,sadd,hset,zadd,zpopmin,lrange_100,evalsha,xadd,xreadgroup,xack",
                    help="redis-benchmark -t list (set,get,get_skewed,incr,mset,lpush,lpop,sadd,hset,zadd,zpopmin,lrange_100,"
-                        "evalsha); `evalsha` runs a two-command script; `get_skewed` sends 90%% of its GETs to 10%% of"
+                        "evalsha,xadd,xreadgroup,xack); `evalsha` runs a two-command script; `get_skewed` sends 90%% of its GETs to 10%% of"
                         " the keys (two redis-benchmark runs at once: 9/10 of the clients on the first tenth of -r,"
-                        " 1/10 on all of it)")
+                        " 1/10 on all of it); xadd, xreadgroup and xack: see STREAM_TESTS")
     p.add_argument("--pipelines", default="1,16", help="pipeline depths (1,16)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a cairnd option for this run (repeatable), e.g. value-cache-size=256mb")
@@ -173,6 +173,41 @@ def run_skewed(port, pipeline, args, requests):
             "requests": sum(n for _, n, _ in runs)}
 
 
+# Stream tests: XADD to 100 streams; XREADGROUP (one entry each, `>`) from a stream filled
+# beforehand with one entry per request, by 50 consumers of one group; then XACK of random
+# delivered IDs (an ID acknowledged twice answers 0).
+STREAM_TESTS = ("xadd", "xreadgroup", "xack")
+
+
+def stream_benchmark(port, test, requests, cmd):
+    """The redis-benchmark command line for a stream test (`cmd` ends with its common options),
+    after preparing what it reads."""
+    cmd = list(cmd)
+    r_at = cmd.index("-r")
+    if test == "xadd":
+        cmd[r_at + 1] = "100"
+        return cmd + ["XADD", "stream:__rand_int__", "*", "field", "value"]
+    if test == "xreadgroup":
+        fill_stream(port, requests)
+        return cmd + ["XREADGROUP", "GROUP", "workers", "worker", "COUNT", "1", "STREAMS", "jobs", ">"]
+    cmd[r_at + 1] = str(requests)
+    return cmd + ["XACK", "jobs", "workers", "__rand_int__-1"]
+
+
+def fill_stream(port, entries):
+    """`jobs` with entries 0-1 .. entries-1, `f v` each, and the group `workers` at its start."""
+    import redis
+    c = redis.Redis(port=port)
+    c.delete("jobs")
+    chunk = 10_000
+    for start in range(0, entries, chunk):
+        p = c.pipeline(transaction=False)
+        for i in range(start, min(entries, start + chunk)):
+            p.xadd("jobs", {"f": "v"}, id=f"{i}-1")
+        p.execute()
+    c.xgroup_create("jobs", "workers", id="0")
+
+
 def run_benchmark(port, test, pipeline, args):
     requests = args.requests if pipeline == 1 else args.requests_pipelined
     if test == "get_skewed":
@@ -180,7 +215,9 @@ def run_benchmark(port, test, pipeline, args):
     pin, threads = client_prefix(args)
     cmd = pin + ["redis-benchmark", "-p", str(port), "-n", str(requests), "-c", str(args.clients),
                  "-d", str(args.data_size), "-r", str(args.keyspace), "-P", str(pipeline), "--csv"] + threads
-    if test == "evalsha":
+    if test in STREAM_TESTS:
+        cmd = stream_benchmark(port, test, requests, cmd)
+    elif test == "evalsha":
         sha = subprocess.run(["redis-cli", "-p", str(port), "SCRIPT", "LOAD", SCRIPT],
                              capture_output=True, text=True, check=True).stdout.strip()
         # Keys of its own: the SET test leaves strings under key:..., which INCR refuses.
