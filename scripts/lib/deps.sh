@@ -30,8 +30,9 @@ cairn_install_test_deps() {
     cairn_apt_install redis-server redis-sentinel redis-tools openssl iproute2 netcat-openbsd tmux prometheus-redis-exporter valgrind
 }
 
-# The Python packages the integration tests import: redis-py and pytest, and pytest-timeout for
-# redis-py's own suite (test_redis_py_suite.py; its pyproject sets a timeout per test).
+# The Python packages the integration tests import: redis-py and pytest, pytest-timeout for
+# redis-py's own suite (test_redis_py_suite.py; its pyproject sets a timeout per test), and RQ,
+# the job queue test_rq.py runs.
 cairn_install_python_test_deps() {
-    python3 -c 'import redis, pytest, pytest_timeout' 2>/dev/null || python3 -m pip install -q redis pytest pytest-timeout
+    python3 -c 'import redis, pytest, pytest_timeout, rq' 2>/dev/null || python3 -m pip install -q redis pytest pytest-timeout rq
 }
