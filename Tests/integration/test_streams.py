@@ -118,6 +118,16 @@ SEQUENCES = {
         ["XGROUP", "CREATE", "g", "late", "0"], ["XREADGROUP", "GROUP", "late", "x", "NOACK", "STREAMS", "g", ">"],
         ["XPENDING", "g", "late"], ["XINFO", "GROUPS", "g"],
     ],
+    "key_commands": [
+        ["XADD", "k", "1-0", "a", "1"], ["XADD", "k", "2-0", "b", "2"], ["XGROUP", "CREATE", "k", "g", "0"],
+        ["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "k", ">"], ["XDEL", "k", "2-0"],
+        ["COPY", "k", "k2"], ["XRANGE", "k2", "-", "+"], ["XINFO", "GROUPS", "k2"], ["XPENDING", "k2", "g"], ["XINFO", "STREAM", "k2"],
+        ["RENAME", "k2", "k3"], ["XLEN", "k3"], ["XINFO", "GROUPS", "k3"], ["EXISTS", "k2"], ["EXPIRE", "k3", "100"], ["TTL", "k3"],
+        ["XADD", "k3", "3-0", "c", "3"], ["TTL", "k3"], ["TYPE", "k3"], ["DEL", "k3"], ["XLEN", "k3"], ["XINFO", "GROUPS", "k3"],
+        ["XDEL", "k", "1-0"], ["EXISTS", "k"], ["XLEN", "k"], ["XINFO", "STREAM", "k"], ["XADD", "k", "5-*", "late", "1"],
+        ["XGROUP", "CREATE", "empty", "g", "$", "MKSTREAM"], ["EXISTS", "empty"], ["XINFO", "STREAM", "empty"],
+        ["SET", "k", "string"], ["TYPE", "k"],
+    ],
     "reads": [
         ["XADD", "r1", "1-0", "a", "1"], ["XADD", "r1", "2-0", "b", "2"], ["XADD", "r2", "3-0", "c", "3"],
         ["XREAD", "STREAMS", "r1", "r2", "0", "0"], ["XREAD", "COUNT", "1", "STREAMS", "r1", "r2", "1-0", "0-0"],
@@ -344,3 +354,41 @@ def test_kill_9_under_stream_load_loses_no_acknowledged_entry_or_pending_record(
               f"{len(pending_ids)} pending after kill -9: all as acknowledged")
     finally:
         server.cleanup()
+
+
+def test_streams_and_groups_replicate_and_wake_readers_on_the_replica():
+    from test_replication import caught_up, digest, follow, wait_until
+    primary, replica = Cairnd(), Cairnd()
+    try:
+        follow(replica, primary)
+        p, r = primary.client(), replica.client()
+        wait_until(lambda: caught_up(primary, replica))
+        result = {}
+
+        def reader():
+            result["got"] = replica.client().xread({"events": "$"}, block=10000)
+
+        t = threading.Thread(target=reader)
+        t.start()
+        time.sleep(0.3)
+        p.xadd("events", {"kind": "first"}, id="1-0")
+        t.join(10)
+        assert result.get("got") == [[b"events", [(b"1-0", {b"kind": b"first"})]]]
+        for i in range(2, 50):
+            p.xadd("events", {"i": str(i)}, id=f"{i}-0")
+        p.xgroup_create("events", "g", id="0")
+        p.xreadgroup("g", "c", {"events": ">"}, count=10)
+        p.xack("events", "g", "1-0")
+        p.xtrim("events", maxlen=40)
+        wait_until(lambda: caught_up(primary, replica))
+        assert r.xrange("events") == p.xrange("events")
+        assert r.xpending_range("events", "g", "-", "+", 100) == p.xpending_range("events", "g", "-", "+", 100)
+        assert r.xinfo_stream("events")["entries-added"] == 49
+        assert digest(replica) == digest(primary)
+        with pytest.raises(redis.ReadOnlyError):
+            r.xadd("events", {"no": "1"})
+        with pytest.raises(redis.ReadOnlyError):
+            r.xreadgroup("g", "c", {"events": ">"})
+    finally:
+        primary.cleanup()
+        replica.cleanup()

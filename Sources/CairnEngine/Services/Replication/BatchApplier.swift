@@ -148,6 +148,7 @@ extension Replication {
                     for stripe in writes.stripes { engine.locks.changed(stripe: stripe) }
                 }
             }
+            writes.wakeBlocked(engine)
             if events.functionsChanged { engine.scripting.librariesChanged() }
         } catch {
             if let e = error as? StorageError { engine.diskGuard.noteFailure(e, engine: engine) }

@@ -14,6 +14,9 @@ struct ReplicatedWrites: Equatable {
     var stripes: [Int] = []
     /// Every stripe, instead of `stripes`.
     var all = false
+    /// The user keys the batch puts, per family, when clients are blocked (`wakeBlocked`): an
+    /// XREAD BLOCK on a replica is served by the primary's XADD, as in Redis.
+    var put: [String: [[UInt8]]] = [:]
 
     static func find(in data: [UInt8], engine: Engine) -> ReplicatedWrites {
         let database = engine.database
@@ -26,12 +29,15 @@ struct ReplicatedWrites: Equatable {
         let membersID = try? database.familyID(engine.defaultFamily.members)
         let locks = engine.locks
         var stripes = Set<Int>()
+        var put: [String: [[UInt8]]] = [:]
+        let anyBlocked = engine.blocking.count > 0
         var reader = BatchReader(data)
         while let record = reader.next() {
             if record.kind == .logData { continue }
             if let family = byID[record.family] {
                 if record.kind == .rangeDeletion { return ReplicatedWrites(all: true) }
                 stripes.insert(locks.stripe(for: record.key, in: family))
+                if anyBlocked && record.kind == .put { put[family.name, default: []].append(Array(record.key)) }
             } else if record.family == membersID {
                 if record.kind == .rangeDeletion { return ReplicatedWrites(all: true) }
                 let parsed = record.key.withUnsafeBytes { MemberKeys.parse($0) }
@@ -41,6 +47,11 @@ struct ReplicatedWrites: Equatable {
             }
         }
         guard reader.readAll else { return ReplicatedWrites(all: true) }
-        return ReplicatedWrites(stripes: stripes.sorted())
+        return ReplicatedWrites(stripes: stripes.sorted(), put: put)
+    }
+
+    /// Wakes the clients blocked on the keys the batch put, once it is written.
+    func wakeBlocked(_ engine: Engine) {
+        for (family, keys) in put { engine.blocking.signal(family: family, keys: keys) }
     }
 }
