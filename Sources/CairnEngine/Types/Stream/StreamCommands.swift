@@ -8,7 +8,10 @@ import RESP
 /// through its version, as for the other collections. Consumer groups live under the same
 /// version (`StreamGroups`). Unlike the other collections, an emptied stream stays.
 enum StreamCommands {
-    static let all: [Command] = [
+    /// Every write runs batched with its connection's neighbours (`Engine.executeBatched`).
+    static let all: [Command] = Command.batchingWrites(commands)
+
+    private static let commands: [Command] = [
         Command("xadd", handler: add),
         Command("xlen") { call, out throws(CommandError) in
             out.integer(Int64(try call.stream(call[1])?.size ?? 0))

@@ -3,13 +3,16 @@ import RESP
 /// Consumer groups: XGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM, with Redis 7.0's replies and
 /// errors. https://redis.io/docs/latest/develop/data-types/streams/#consumer-groups
 enum StreamGroupCommands {
+    /// XACK, XCLAIM and XAUTOCLAIM run batched with their connection's neighbours
+    /// (`Engine.executeBatched`).
     static let all: [Command] = [
         Command("xgroup", subcommands: xgroup) { _, _ throws(CommandError) in },
-        Command("xack", handler: ack),
         Command("xpending", handler: pending),
+    ] + Command.batchingWrites([
+        Command("xack", handler: ack),
         Command("xclaim", handler: claim),
         Command("xautoclaim", handler: autoclaim),
-    ]
+    ])
 
     static let xgroup: [Command] = [
         Command("xgroup|create", handler: create),
