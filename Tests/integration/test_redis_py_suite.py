@@ -7,9 +7,9 @@ fails to collect) and that each file's passed count stays above the floor measur
 test was written, so a reply that regresses fails here. The counts and the most common failure
 messages are printed (pytest -s shows them).
 
-What fails, by cause (8.1.0, RESP2 and RESP3 alike): commands Cairn does not have (streams
-XADD..., SORT, LCS, LOLWUT, MODULE, SSUBSCRIBE and sharded pub/sub;
-CLIENT TRACKING, TRACKINGINFO, GETREDIR, REPLY; COMMAND GETKEYSANDFLAGS); ACL selectors `(...)`
+What fails, by cause (8.1.0, RESP2 and RESP3 alike): commands Cairn does not have (LOLWUT,
+MODULE, SSUBSCRIBE and sharded pub/sub;
+CLIENT TRACKING, TRACKINGINFO, GETREDIR, REPLY); ACL selectors `(...)`
 and the CLUSTER command in ACL rules; databases other than 0 (SELECT, COPY ... DB); OBJECT
 IDLETIME (not tracked); COMMAND LIST's length (redis-py expects more than 300 commands).
 
@@ -35,7 +35,8 @@ CACHE = os.environ.get("CAIRN_TEST_CACHE", "/tmp/cairn-test-cache")
 # margin of about 3% for tests that depend on timing on a busy machine; the same for RESP2 and
 # RESP3 (measured: equal but for one sharded pub/sub test that RESP3 adds).
 FLOORS = {
-    "tests/test_commands.py": 363,  # measured 374 (56 failed, 211 skipped), with geo and HyperLogLog
+    "tests/test_commands.py": 406,  # measured 419 (11 failed, 211 skipped), with streams; one of the 11
+                                    # (XGROUP CREATE ENTRIESREAD's lag) fails on redis-server 7.0 too
     "tests/test_pipeline.py": 36,  # 37 (all)
     "tests/test_scripting.py": 17,  # 18 (all)
     "tests/test_pubsub.py": 91,  # RESP2 96 (15 failed), RESP3 95 (16 failed)
