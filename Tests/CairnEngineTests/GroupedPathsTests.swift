@@ -19,7 +19,11 @@ import Testing
         func number() -> String { ["1", "-3", "17", "x", "9223372036854775807", "-9223372036854775808"].randomElement(using: &rng)! }
         var out: [[[UInt8]]] = []
         for _ in 0..<count {
-            let words: [String] = switch Int.random(in: 0..<30, using: &rng) {
+            let words: [String] = switch Int.random(in: 0..<34, using: &rng) {
+            case 30: ["XADD", key(), "\(Int.random(in: 1..<4, using: &rng))-*", "f", number()]
+            case 31: ["XDEL", key(), "1-0", "2-1"]
+            case 32: ["XRANGE", key(), "-", "+"]
+            case 33: ["XTRIM", key(), "MAXLEN", "\(Int.random(in: 0..<3, using: &rng))"]
             case 26: ["SADD", key(), "m\(Int.random(in: 0..<3, using: &rng))", "n"]
             case 27: ["SREM", key(), "m1"]
             case 28: ["ZADD", key(), number(), "m\(Int.random(in: 0..<3, using: &rng))"]
