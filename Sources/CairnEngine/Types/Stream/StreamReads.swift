@@ -11,9 +11,11 @@ enum StreamReads {
         Command("xread") { call, out throws(CommandError) in
             try read(call, group: false, &out)
         }.movingKeys { streamKeys($0) },
+        // Without BLOCK it runs batched with its connection's neighbours
+        // (`Engine.executeBatched`); a blocking one must be able to wait.
         Command("xreadgroup") { call, out throws(CommandError) in
             try read(call, group: true, &out)
-        }.movingKeys { streamKeys($0) },
+        }.movingKeys { streamKeys($0) }.grouped { argv, _ in blocks(argv) ? nil : .batched },
     ]
 
     /// The keys after STREAMS (half of what follows it), found as Redis's `xreadGetKeys`.
@@ -36,6 +38,15 @@ enum StreamReads {
             i += 1
         }
         return []
+    }
+
+    /// Whether the request has a BLOCK option (before STREAMS).
+    static func blocks(_ argv: [[UInt8]]) -> Bool {
+        for word in argv.dropFirst() {
+            if word.isKeyword("STREAMS") { return false }
+            if word.isKeyword("BLOCK") { return true }
+        }
+        return false
     }
 
     /// What a read asks for, parsed as Redis's `xreadCommand` parses it.
@@ -175,9 +186,14 @@ enum StreamReads {
                     let servedBefore = served.count
                     if let after {
                         served.append((key, try pendingOf(call, &change, group: groupName, consumer, after: after, count: count)))
-                    } else if change.meta.size > 0, let top = try call.edgeID(change.meta, of: key, last: true), top > group.lastID {
-                        let lag = try call.lag(change.meta, of: key)
-                        let entries = try call.entries(change.meta, of: key, from: group.lastID.next!, to: .max, count: count)
+                    } else if change.meta.size > 0, change.meta.stream.lastID > group.lastID, let start = group.lastID.next,
+                              case let entries = try call.entries(change.meta, of: key, from: start, to: .max, count: count),
+                              !entries.isEmpty {
+                        // The first entry's ID matters to the read counter only after an XDEL
+                        // or when the counter is unknown (StreamLag): not read otherwise.
+                        let needsFirst = change.meta.stream.maxDeletedID != .zero || group.entriesRead == StreamLag.unknown
+                        let lag = needsFirst ? try call.lag(change.meta, of: key)
+                                             : StreamLag(counters: change.meta.stream, length: change.meta.size, firstID: .zero)
                         for e in entries {
                             group.entriesRead = lag.advanced(group, to: e.id)
                             group.lastID = e.id
