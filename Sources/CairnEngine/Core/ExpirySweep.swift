@@ -182,10 +182,13 @@ public final class ExpirySweep: Sendable {
         return engine.locks.withLocks(keys, in: family) { () -> Int in
             var batch = WriteBatch()
             var count = 0
+            let notifying = engine.activeEventClasses != 0
+            var reaped: [[UInt8]] = []
             let checked: Void? = try? engine.database.withValues(forKeys: keys, in: family.handle) { values in
                 for (key, value) in zip(keys, values) where value.flatMap({ ValueFormat.header(of: $0) })?.isExpired(now: now) ?? false {
                     batch.delete(key, in: family.handle)
                     count += 1
+                    if notifying { reaped.append(key) }
                 }
             }
             guard checked != nil else { return 0 }
@@ -195,7 +198,9 @@ public final class ExpirySweep: Sendable {
             do {
                 // No `KeyLocks.changed`: expired keys were already gone for readers, and a WATCH
                 // taken before they expired fires on their expiry (WatchedKey.expiresAt).
+                if notifying { engine.addExpiryEvents(reaped, to: &batch) }
                 try engine.database.write(batch, options: engine.writeOptions)
+                if notifying { engine.publish(keys: reaped, expiredIn: family) }
                 return count
             } catch {
                 engine.logger.warning("expiry sweep could not delete \(count) keys in \(family.name): \(error)")

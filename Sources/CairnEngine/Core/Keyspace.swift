@@ -49,11 +49,15 @@ extension Call {
     func withStored<R>(_ key: [UInt8], _ body: (KeyType?, UnsafeRawBufferPointer?, Int64?) throws(CommandError) -> R) throws(CommandError) -> R {
         let family = self.family  // once: the session's family is read under its record's lock
         if let tx = session.transaction, let staged = tx.staged(key, in: family.name) {
-            guard let staged else { return try body(nil, nil, nil) }
+            guard let staged else {
+                missed(key)
+                return try body(nil, nil, nil)
+            }
             let now = now
             let result = staged.withUnsafeBytes { raw in
                 Result { () throws(CommandError) -> R in
                     guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now), let type = KeyType(rawValue: h.type) else {
+                        missed(key)
                         return try body(nil, nil, nil)
                     }
                     return try body(type, UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
@@ -62,6 +66,7 @@ extension Call {
             return try result.get()
         }
         var expired = false
+        var missing = false
         let handle = family.handle
         let readOptions = self.readOptions
         let now = now
@@ -75,7 +80,10 @@ extension Call {
             case .hit(let stored):
                 let result = stored.withUnsafeBytes { raw in
                     Result { () throws(CommandError) -> R in
-                        guard let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else { return try body(nil, nil, nil) }
+                        guard let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else {
+                            missed(key)
+                            return try body(nil, nil, nil)
+                        }
                         return try body(type, UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
                     }
                 }
@@ -90,10 +98,12 @@ extension Call {
             try database.withValue(forKey: key, in: handle, options: readOptions) { raw throws -> R in
                 guard let raw, let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else {
                     if raw == nil, let fill { cache.fill(key, in: family, hash: fill.hash, version: fill.version, raw: nil, locks: engine.locks) }
+                    missing = true
                     return try body(nil, nil, nil)
                 }
                 if h.isExpired(now: now) {
                     expired = true
+                    missing = true
                     return try body(nil, nil, nil)
                 }
                 if let fill { cache.fill(key, in: family, hash: fill.hash, version: fill.version, raw: raw, locks: engine.locks) }
@@ -101,6 +111,8 @@ extension Call {
             }
         }
         if expired && session.readSnapshot == nil { reapExpired(key) }
+        // After the reap: Redis publishes `expired` before `keymiss`.
+        if missing { missed(key) }
         return result
     }
 
@@ -153,12 +165,17 @@ extension Call {
         let handle = family.handle
         let options = readOptions
         let now = now
-        return try engine.storage("MGET") {
+        let misses = engine.activeEventClasses & KeyspaceEvents.Classes.keyMiss.rawValue != 0
+        var missing: [Bool] = []
+        let found = try engine.storage("MGET") {
             try database.withValues(forKeys: keys, in: handle, options: options) { values in
+                if misses { missing = values.map { ValueFormat.livePayload(of: $0, now: now) == nil } }
                 // MGET answers nil for a key of another type, as Redis does.
-                values.map { v in ValueFormat.liveString(of: v, now: now).map { Array($0) } }
+                return values.map { v in ValueFormat.liveString(of: v, now: now).map { Array($0) } }
             }
         }
+        for (k, m) in zip(keys, missing) where m { missed(k) }
+        return found
     }
 
     /// Whether each of `keys` holds a live value, read as `readMany` reads (one MultiGet, one
@@ -168,11 +185,13 @@ extension Call {
         let handle = family.handle
         let options = readOptions
         let now = now
-        return try engine.storage("EXISTS") {
+        let found = try engine.storage("EXISTS") {
             try database.withValues(forKeys: keys, in: handle, options: options) { values in
                 values.map { ValueFormat.livePayload(of: $0, now: now) != nil }
             }
         }
+        for (k, f) in zip(keys, found) where !f { missed(k) }
+        return found
     }
 
     /// Whether `key` holds a live value of any type.
@@ -188,6 +207,7 @@ extension Call {
     /// Stores an encoded value (header included) under `key`.
     private func put(_ key: [UInt8], stored: [UInt8], expiresAt: Int64?) throws(CommandError) {
         if let expiresAt { engine.expirySweep.noteExpiringWrite(expiresAt: expiresAt) }
+        notifyIfNew(key)
         let family = self.family  // once: the session's family is read under its record's lock
         if let tx = session.transaction {
             tx.put(key, stored, in: family)
@@ -215,6 +235,7 @@ extension Call {
 
     /// Applies several puts and deletes atomically (MSET, DEL of many keys, RENAME).
     func writeBatch(_ puts: [([UInt8], [UInt8])], deletes: [[UInt8]] = []) throws(CommandError) {
+        if engine.activeEventClasses != 0 && session.transaction == nil { for (k, _) in puts { notifyIfNew(k) } }
         if session.transaction != nil {
             for (k, v) in puts { try write(k, v) }
             for k in deletes { try remove(k) }

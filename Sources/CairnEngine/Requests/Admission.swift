@@ -1,4 +1,5 @@
 public import RESP
+import Rocks
 
 /// The one door every request passes, whichever executor then runs it: `execute` (one request,
 /// its handler), the grouped read (`executePlainGets`, one MultiGet for a run of GETs) or the
@@ -236,11 +237,39 @@ extension Engine {
             let stillExpired = (try? database.withValue(forKey: key, in: handle) { raw in
                 raw.flatMap { ValueFormat.header(of: $0) }?.isExpired(now: Clock.milliseconds()) ?? false
             }) ?? false
-            if stillExpired, (try? database.delete(key, in: handle, options: writeOptions)) != nil {
+            guard stillExpired else { return }
+            let notifying = activeEventClasses != 0
+            let deleted: Void?
+            if notifying {
+                var batch = WriteBatch()
+                batch.delete(key, in: handle)
+                addExpiryEvents([key], to: &batch)
+                deleted = try? database.write(batch, options: writeOptions)
+            } else {
+                deleted = try? database.delete(key, in: handle, options: writeOptions)
+            }
+            if deleted != nil {
                 // No `changed`: the key ceased to exist when it expired, and a WATCH of it
                 // before then fires on its expiry (WatchedKey.expiresAt); this changes nothing.
                 stats.expiredKeys.increment()
+                if notifying { publish(keys: [key], expiredIn: family) }
             }
         }
+    }
+}
+
+extension Engine {
+    /// For replicas, the deletion of expired `keys` as a `del` of each (class g): Redis's
+    /// replicas publish `del` for the DEL their primary sends when a key expires. Written into
+    /// `batch`, the deletion's own.
+    func addExpiryEvents(_ keys: [[UInt8]], to batch: inout WriteBatch) {
+        guard activeEventClasses & KeyspaceEvents.Classes.generic.rawValue != 0, !keys.isEmpty else { return }
+        batch.putLogData(KeyspaceEvents.encode(keys.map { KeyspaceEvents.Event(type: .generic, name: "del", key: $0) }))
+    }
+
+    /// After expired `keys` were deleted: an `expired` event for each (class x). Keys of any
+    /// family are published as database 0's (the only one).
+    func publish(keys: [[UInt8]], expiredIn family: Family) {
+        publish(keys.map { KeyspaceEvents.Event(type: .expired, name: "expired", key: $0) })
     }
 }

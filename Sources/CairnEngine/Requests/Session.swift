@@ -58,6 +58,9 @@ public final class Session: @unchecked Sendable {
     /// The request runs off the worker because its work is big (LongWork.swift): its key locks
     /// are claims, and its writes go in pieces.
     var runsLong = false
+    /// Keyspace events the running command recorded outside a transaction, published when its
+    /// handler returns (`Engine.flushEvents`).
+    var pendingEvents: [KeyspaceEvents.Event] = []
     /// The EXEC being run, whose writes are staged in one batch.
     var transaction: Transaction? = nil
     /// Snapshots this connection made, by id; released when it closes.
