@@ -504,6 +504,8 @@ public final class Engine: @unchecked Sendable {
             locks.awaitClaims(on: command.keys(in: argv), in: session.family)
         }
         let call = Call(engine: self, session: session, argv: argv, name: command.name)
+        // Before `runsLong`, whose measuring reads keys too (one `keymiss` per key and command).
+        session.commandSerial &+= 1
         if command.flags.contains(.write) { session.outcome.wroteToWAL = true }
         if runsLong(command, call) {
             // Off the worker (LongWork.swift): the same handler, later, on another thread.

@@ -48,6 +48,9 @@ public final class ExpirySweep: Sendable {
     static let batchSize = 1000
 
     private let position = Mutex(Position())
+    /// Off by `DEBUG SET-ACTIVE-EXPIRE 0`, as in Redis: expired keys then go only when read
+    /// (tests of lazy expiry need the sweep out of the way).
+    let active = Atomic<Bool>(true)
     /// The earliest expiry written since the current pass started (`Int64.max`: none).
     private let earliestWrittenExpiry = Atomic<Int64>(Int64.max)
 
@@ -92,7 +95,7 @@ public final class ExpirySweep: Sendable {
     @discardableResult
     public func step(_ engine: Engine, budget: Int = .max, milliseconds: Int = 25, now fixedNow: Int64? = nil) -> Int {
         // A replica's expired keys go when its primary's deletes arrive.
-        guard !engine.replication.isReplica else { return 0 }
+        guard !engine.replication.isReplica, active.load(ordering: .relaxed) else { return 0 }
         var pos = position.withLock { $0 }
         let startedAt = fixedNow ?? Clock.milliseconds()
         if !pos.inPass {

@@ -165,16 +165,26 @@ extension Call {
         let handle = family.handle
         let options = readOptions
         let now = now
-        let misses = engine.activeEventClasses & KeyspaceEvents.Classes.keyMiss.rawValue != 0
-        var missing: [Bool] = []
+        // With keyspace events on, each key's state: expired keys are reaped here, as a GET
+        // would (`expired`), and missing ones are key misses, in the keys' order.
+        let notifying = engine.activeEventClasses != 0
+        var states: [(missing: Bool, expired: Bool)] = []
         let found = try engine.storage("MGET") {
             try database.withValues(forKeys: keys, in: handle, options: options) { values in
-                if misses { missing = values.map { ValueFormat.livePayload(of: $0, now: now) == nil } }
+                if notifying {
+                    states = values.map { v in
+                        let live = ValueFormat.livePayload(of: v, now: now) != nil
+                        return (!live, !live && v != nil)
+                    }
+                }
                 // MGET answers nil for a key of another type, as Redis does.
                 return values.map { v in ValueFormat.liveString(of: v, now: now).map { Array($0) } }
             }
         }
-        for (k, m) in zip(keys, missing) where m { missed(k) }
+        for (k, state) in zip(keys, states) where state.missing {
+            if state.expired && session.readSnapshot == nil { reapExpired(k) }
+            missed(k)
+        }
         return found
     }
 

@@ -243,6 +243,10 @@ extension Call {
         case "sinterstore", "sunionstore", "sdiffstore", "zunionstore", "zinterstore", "zdiffstore", "zrangestore", "geosearchstore":
             return key != argv[1]
         case "bitop": return key != argv[2]
+        // Redis reads these through GET's lookup, or as a read when nothing is written.
+        case "getdel", "getex", "getset", "copy": return key == argv[1]
+        case "set": return argv.dropFirst(3).contains { $0.isKeyword("GET") }
+        case "bitfield": return !argv.dropFirst(2).contains { $0.isKeyword("SET") || $0.isKeyword("INCRBY") }
         case "sort", "georadius", "georadiusbymember": return key == argv[1]
         case "pfmerge": return true
         default: return false
@@ -265,7 +269,7 @@ extension Call {
     }
 
     /// A lookup found no live `key`: a read-only command records `keymiss` (class m), once per
-    /// key in a row, as Redis's `lookupKeyRead` does (its writes' lookups, and OBJECT's, do not).
+    /// key and command, as Redis's `lookupKeyRead` does (its writes' lookups, and OBJECT's, do not).
     @inline(__always)
     func missed(_ key: [UInt8]) {
         guard engine.activeEventClasses & KeyspaceEvents.Classes.keyMiss.rawValue != 0 else { return }
@@ -274,8 +278,9 @@ extension Call {
 
     private func recordMiss(_ key: [UInt8]) {
         guard readsByLookup(key) else { return }
-        let event = KeyspaceEvents.Event(type: .keyMiss, name: "keymiss", key: key)
-        let last = session.transaction.map { $0.events.last } ?? session.pendingEvents.last
-        if last != event { record(event) }
+        // Cairn may look a key up more than once per command (LCS, type checks): once each.
+        if session.missed.serial != session.commandSerial { session.missed = (session.commandSerial, []) }
+        guard session.missed.keys.insert(key).inserted else { return }
+        record(KeyspaceEvents.Event(type: .keyMiss, name: "keymiss", key: key))
     }
 }
