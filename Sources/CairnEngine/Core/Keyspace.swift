@@ -195,12 +195,20 @@ extension Call {
         let handle = family.handle
         let options = readOptions
         let now = now
+        // With keyspace events on, expired keys are reaped here, as `readMany` does.
+        let notifying = engine.activeEventClasses != 0
+        var expired: [Bool] = []
         let found = try engine.storage("EXISTS") {
             try database.withValues(forKeys: keys, in: handle, options: options) { values in
-                values.map { ValueFormat.livePayload(of: $0, now: now) != nil }
+                if notifying { expired = values.map { $0 != nil && ValueFormat.livePayload(of: $0, now: now) == nil } }
+                return values.map { ValueFormat.livePayload(of: $0, now: now) != nil }
             }
         }
-        for (k, f) in zip(keys, found) where !f { missed(k) }
+        guard notifying else { return found }
+        for (i, k) in keys.enumerated() where !found[i] {
+            if expired[i] && session.readSnapshot == nil { reapExpired(k) }
+            missed(k)
+        }
         return found
     }
 
@@ -214,10 +222,16 @@ extension Call {
         try put(key, stored: ValueFormat.encode(payload, expiresAt: expiresAt), expiresAt: expiresAt)
     }
 
+    /// Stores a string value without the `new` event (`notifyIfNew`): for a command that
+    /// publishes it itself, in Redis's place among its other events (MSET).
+    func writeAnnounced(_ key: [UInt8], _ payload: some Collection<UInt8>) throws(CommandError) {
+        try put(key, stored: ValueFormat.encode(payload, expiresAt: nil), expiresAt: nil, newEvent: false)
+    }
+
     /// Stores an encoded value (header included) under `key`.
-    private func put(_ key: [UInt8], stored: [UInt8], expiresAt: Int64?) throws(CommandError) {
+    private func put(_ key: [UInt8], stored: [UInt8], expiresAt: Int64?, newEvent: Bool = true) throws(CommandError) {
         if let expiresAt { engine.expirySweep.noteExpiringWrite(expiresAt: expiresAt) }
-        notifyIfNew(key)
+        if newEvent { notifyIfNew(key) }
         let family = self.family  // once: the session's family is read under its record's lock
         if let tx = session.transaction {
             tx.put(key, stored, in: family)
@@ -243,11 +257,11 @@ extension Call {
         engine.locks.changed(key, in: family)
     }
 
-    /// Applies several puts and deletes atomically (MSET, DEL of many keys, RENAME).
+    /// Applies several puts and deletes atomically (MSET, DEL of many keys, RENAME). Publishes
+    /// no `new`: MSET does, between its `set` events, as Redis (`newKeys`).
     func writeBatch(_ puts: [([UInt8], [UInt8])], deletes: [[UInt8]] = []) throws(CommandError) {
-        if engine.activeEventClasses != 0 && session.transaction == nil { for (k, _) in puts { notifyIfNew(k) } }
         if session.transaction != nil {
-            for (k, v) in puts { try write(k, v) }
+            for (k, v) in puts { try writeAnnounced(k, v) }
             for k in deletes { try remove(k) }
             return
         }

@@ -247,7 +247,11 @@ extension Call {
         case "getdel", "getex", "getset", "copy": return key == argv[1]
         case "set": return argv.dropFirst(3).contains { $0.isKeyword("GET") }
         case "bitfield": return !argv.dropFirst(2).contains { $0.isKeyword("SET") || $0.isKeyword("INCRBY") }
-        case "sort", "georadius", "georadiusbymember": return key == argv[1]
+        case "georadius", "georadiusbymember": return key == argv[1]
+        // The source and the BY and GET patterns' keys, not the STORE destination.
+        case "sort":
+            guard let at = argv.indices.dropFirst(2).first(where: { argv[$0].isKeyword("STORE") }), at + 1 < argv.count else { return true }
+            return key != argv[at + 1]
         case "pfmerge": return true
         default: return false
         }

@@ -73,8 +73,11 @@ enum StringCommands {
         Command("mset") { call, out throws(CommandError) in
             guard call.count % 2 == 1 else { throw .arity(call.name) }
             let pairs = stride(from: 1, to: call.count, by: 2).map { (call[$0], call[$0 + 1]) }
-            try call.locked(pairs.map(\.0)) { () throws(CommandError) in try call.writeBatch(pairs) }
-            for (k, _) in pairs { call.notify(.string, "set", k) }
+            try call.locked(pairs.map(\.0)) { () throws(CommandError) in
+                let created = call.newKeys(pairs.map(\.0))
+                try call.writeBatch(pairs)
+                call.notifySets(pairs.map(\.0), created: created)
+            }
             out.simpleString("OK")
         }
         .grouped { argv, _ in argv.count % 2 == 1 ? .batched : nil },
@@ -84,7 +87,7 @@ enum StringCommands {
             let done = try call.locked(pairs.map(\.0)) { () throws(CommandError) -> Bool in
                 for (k, _) in pairs where try call.exists(k) { return false }
                 try call.writeBatch(pairs)
-                for (k, _) in pairs { call.notify(.string, "set", k) }
+                call.notifySets(pairs.map(\.0), created: Set(pairs.map(\.0)))
                 return true
             }
             out.integer(done ? 1 : 0)
@@ -225,9 +228,9 @@ enum StringCommands {
             if get, let old, old.type != .string { throw .wrongType }
             if (nx && old != nil) || (xx && old == nil) { return (false, old) }
             let at = keepTTL ? old?.expiresAt : expiresAt
-            if let at, at <= call.now {
-                // Redis sets the key and its (past) expiry; the key is gone at once here.
-                call.notifyIfNew(key)
+            if let at, at <= call.now, call.engine.activeEventClasses == 0 {
+                // Redis sets the key and its (past) expiry: gone at once here, unless keyspace
+                // events are on, whose `expired` comes when a read or the sweep finds it.
                 try call.remove(key)
             } else {
                 try call.write(key, call[2], expiresAt: at)
@@ -342,6 +345,22 @@ enum StringCommands {
 }
 
 extension Call {
+    /// Before MSET's write: which of `keys` it creates (only when class n is on).
+    func newKeys(_ keys: [[UInt8]]) -> Set<[UInt8]> {
+        guard engine.activeEventClasses & KeyspaceEvents.Classes.new.rawValue != 0 else { return [] }
+        return Set(keys.filter { (try? exists($0)) == false })
+    }
+
+    /// After MSET's write: per key, `new` when it created it (the first time only), then `set`.
+    func notifySets(_ keys: [[UInt8]], created: Set<[UInt8]>) {
+        guard engine.activeEventClasses != 0 else { return }
+        var created = created
+        for k in keys {
+            if created.remove(k) != nil { notify(.new, "new", k) }
+            notify(.string, "set", k)
+        }
+    }
+
     /// SETEX and PSETEX: `set`, then `expire`, as Redis publishes them.
     func notifySetWithExpiry(_ key: [UInt8]) {
         notify(.string, "set", key)
