@@ -165,6 +165,9 @@ import Testing
         primary.run("CONFIG", "SET", "notify-keyspace-events", "EA")
         replica.run("CONFIG", "SET", "notify-keyspace-events", "Eg$l")
         let listener = Listener(replica.engine)
+        // As a replica's PSYNC does: from now on the primary keeps its WAL (and writes the
+        // events of commands run alone for replicas).
+        primary.engine.replication.keepWAL(primary.engine)
         let feed = WALFeed(engine: primary.engine, from: primary.engine.replicationOffset + 1)
         defer { feed.close() }
         primary.run("SET", "a", "1")

@@ -189,10 +189,13 @@ extension Engine {
     }
 
     /// Writes `events` for replicas in a batch of their own, for a write that did not go
-    /// through a transaction (a transaction writes them into its own batch). A failure is
-    /// logged: the write they describe is done, and local subscribers still get them.
+    /// through a transaction (a transaction writes them into its own batch). Only on a server
+    /// that feeds or has fed replicas (`keepWAL`): a replica's first sync is a full one, which
+    /// brings no events. A failure is logged: the write they describe is done, and local
+    /// subscribers still get them.
     func recordForReplicas(_ events: [KeyspaceEvents.Event]) {
-        guard !events.isEmpty, !diskGuard.refusesWrites, let meta = database.family(named: Engine.metaFamilyName) else { return }
+        guard !events.isEmpty, replication.walWanted.load(ordering: .relaxed) || walKept.load(ordering: .relaxed),
+              !diskGuard.refusesWrites, let meta = database.family(named: Engine.metaFamilyName) else { return }
         var carrier = WriteBatch()
         carrier.putLogData(KeyspaceEvents.encode(events))
         carrier.delete(KeyspaceEvents.carrierKey, in: meta)
