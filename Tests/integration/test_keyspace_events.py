@@ -450,3 +450,51 @@ def test_a_replica_publishes_the_writes_it_applies(fresh_server):
     listener.close()
     rc.close()
     p.close()
+
+
+def test_expired_found_by_writes(servers):
+    """A write that looks up a key whose TTL passed deletes it first and publishes `expired`,
+    before its own events; a write that then leaves the key (LPUSHX, EXPIRE, DEL) leaves
+    nothing to expire again. Alone, batched in a pipeline, in MULTI and in a script."""
+    cairn, reference = servers
+    keys = ["s", "s2", "l", "h", "n", "d", "e", "m1", "m2", "z"]
+    setup = []
+    for k in keys:
+        setup.append(["SET", k, "1"] if k not in ("l", "h", "z") else
+                     {"l": ["RPUSH", k, "x"], "h": ["HSET", k, "f", "v"], "z": ["ZADD", k, "1", "m"]}[k])
+        setup.append(["PEXPIRE", k, "1"])
+    results = []
+    for server in (reference, cairn):
+        c = server.client()
+        c.config_set("notify-keyspace-events", "")
+        c.flushall()
+        c.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+        try:
+            for cmd in setup:
+                c.execute_command(*cmd)
+            time.sleep(0.05)
+            c.config_set("notify-keyspace-events", "KEAn")
+            listener = Listener(server.port)
+            c.set("s", "new")
+            c.lpushx("l", "y")
+            c.expire("e", 100)
+            c.delete("d")
+            p = c.pipeline(transaction=False)
+            p.hset("h", "f", "w").incr("n")
+            p.execute()
+            tx = c.pipeline(transaction=True)
+            tx.mset({"m1": "a", "m2": "b"}).zadd("z", {"m": 2})
+            tx.execute()
+            c.eval("return redis.call('append', KEYS[1], 'x')", 1, "s2")
+            # Nothing left to expire: reads find the keys missing.
+            c.get("l")
+            c.get("e")
+            c.get("d")
+            results.append(listener.collect(c))
+            listener.close()
+        finally:
+            c.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+            c.config_set("notify-keyspace-events", "")
+            c.close()
+    assert results[1] == results[0]
+    assert results[0].count((b"__keyevent@0__:expired", b"l")) == 1

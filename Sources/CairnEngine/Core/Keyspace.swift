@@ -277,9 +277,38 @@ extension Call {
     /// Deletes a key found expired on read, unless it was rewritten meanwhile.
     func reapExpired(_ key: [UInt8]) {
         // Under a key lock (a write is about to replace the value) or in EXEC, leave it: the
-        // locks are not re-entrant, and compaction drops it anyway.
-        guard session.transaction == nil && !session.holdsKeyLocks else { return }
+        // locks are not re-entrant, and compaction drops it anyway. With keyspace events on,
+        // a key of this command (whose lock is held) goes now, with its `expired` event.
+        guard session.transaction == nil && !session.holdsKeyLocks else {
+            if engine.activeEventClasses != 0 { expireHeld(key) }
+            return
+        }
         engine.reapExpired(key, in: family)
+    }
+
+    /// A write's lookup found its own `key` expired: deleted in the write's transaction (or
+    /// now, its lock being held), with `expired` here and `del` for replicas before the
+    /// write's own events, as Redis's `lookupKeyWrite` does. Keys the command does not name
+    /// (SORT's patterns) are left to a read or the sweep: their locks may not be held.
+    private func expireHeld(_ key: [UInt8]) {
+        guard !engine.replication.isReplica, !engine.diskGuard.refusesWrites,
+              let command = engine.table.named(Array(name.utf8)), command.keys(in: argv).contains(key) else { return }
+        let family = self.family
+        if let tx = session.transaction {
+            tx.delete(key, in: family)
+            let on = engine.activeEventClasses
+            if on & KeyspaceEvents.Classes.expired.rawValue != 0 { record(.init(type: .expired, name: "expired", key: key, scope: .local)) }
+            if on & KeyspaceEvents.Classes.generic.rawValue != 0 { record(.init(type: .generic, name: "del", key: key, scope: .replicas)) }
+            engine.stats.expiredKeys.increment()
+            return
+        }
+        var batch = WriteBatch()
+        batch.delete(key, in: family.handle)
+        engine.addExpiryEvents([key], to: &batch)
+        let options = engine.writeOptions
+        guard (try? database.write(batch, options: options)) != nil else { return }
+        engine.stats.expiredKeys.increment()
+        engine.publish(keys: [key], expiredIn: family)
     }
 
     /// Visits live keys of the current family in order from `start`, while `body` returns true.

@@ -64,7 +64,7 @@ final class Transaction {
     /// Writes `events` (but key misses, which replicas do not see) into the batch as log
     /// data, so a replica finds them with the writes they describe.
     func writeEvents() {
-        let replicated = events.filter { $0.type != .keyMiss }
+        let replicated = events.filter { $0.type != .keyMiss && $0.scope != .local }
         guard !replicated.isEmpty else { return }
         batch.putLogData(KeyspaceEvents.encode(replicated))
     }

@@ -87,6 +87,11 @@ enum KeyspaceEvents {
         var type: Classes
         var name: String
         var key: [UInt8]
+        /// Where it goes: subscribers here, replicas (the batch's log data), or both. A key a
+        /// write finds expired is `expired` here and `del` on replicas, as in Redis.
+        var scope = Scope.both
+
+        enum Scope { case both, local, replicas }
     }
 
     // MARK: events in write batches, for replicas
@@ -95,10 +100,10 @@ enum KeyspaceEvents {
     static let marker: [UInt8] = Array("cairn:keyspace-events\u{0}".utf8)
 
     /// `events` as one log-data blob: the marker, then per event its class, name and key,
-    /// each length-prefixed (varints).
+    /// each length-prefixed (varints). Events for here only are left out.
     static func encode(_ events: [Event]) -> [UInt8] {
         var out = marker
-        for e in events {
+        for e in events where e.scope != .local {
             appendVarint(UInt64(e.type.rawValue), to: &out)
             appendVarint(UInt64(e.name.utf8.count), to: &out)
             out += e.name.utf8
@@ -163,7 +168,7 @@ extension Engine {
         let on = activeEventClasses
         guard on != 0 else { return }
         let classes = KeyspaceEvents.Classes(rawValue: on)
-        for e in events where classes.contains(e.type) {
+        for e in events where classes.contains(e.type) && e.scope != .replicas {
             if classes.contains(.keyspace) {
                 _ = pubsub.publish(Array(e.name.utf8), to: Self.keyspacePrefix + e.key)
             }
@@ -184,7 +189,7 @@ extension Engine {
         guard !session.pendingEvents.isEmpty else { return }
         let events = session.pendingEvents
         session.pendingEvents = []
-        recordForReplicas(events.filter { $0.type != .keyMiss })
+        recordForReplicas(events.filter { $0.type != .keyMiss && $0.scope != .local })
         publish(events)
     }
 
@@ -214,6 +219,19 @@ extension Call {
     func notify(_ type: KeyspaceEvents.Classes, _ name: String, _ key: [UInt8]) {
         guard engine.activeEventClasses & type.rawValue != 0 else { return }
         record(KeyspaceEvents.Event(type: type, name: name, key: key))
+    }
+
+    /// How many events the running command's transaction or session holds: a mark for
+    /// `dropEvents(from:)`.
+    var eventsRecorded: Int { session.transaction?.events.count ?? session.pendingEvents.count }
+
+    /// Takes back the events recorded since `mark`, for a write that failed after recording them.
+    func dropEvents(from mark: Int) {
+        if let tx = session.transaction {
+            if tx.events.count > mark { tx.events.removeSubrange(mark...) }
+        } else if session.pendingEvents.count > mark {
+            session.pendingEvents.removeSubrange(mark...)
+        }
     }
 
     func record(_ event: KeyspaceEvents.Event) {

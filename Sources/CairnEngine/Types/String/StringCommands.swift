@@ -74,9 +74,16 @@ enum StringCommands {
             guard call.count % 2 == 1 else { throw .arity(call.name) }
             let pairs = stride(from: 1, to: call.count, by: 2).map { (call[$0], call[$0 + 1]) }
             try call.locked(pairs.map(\.0)) { () throws(CommandError) in
-                let created = call.newKeys(pairs.map(\.0))
-                try call.writeBatch(pairs)
-                call.notifySets(pairs.map(\.0), created: created)
+                // Recorded before the write (published after it), in Redis's order: per key, the
+                // lookup (`expired`), then `new` and `set`; taken back if the write fails.
+                let mark = call.eventsRecorded
+                call.notifySets(pairs.map(\.0))
+                do throws(CommandError) {
+                    try call.writeBatch(pairs)
+                } catch {
+                    call.dropEvents(from: mark)
+                    throw error
+                }
             }
             out.simpleString("OK")
         }
@@ -345,13 +352,23 @@ enum StringCommands {
 }
 
 extension Call {
-    /// Before MSET's write: which of `keys` it creates (only when class n is on).
-    func newKeys(_ keys: [[UInt8]]) -> Set<[UInt8]> {
-        guard engine.activeEventClasses & KeyspaceEvents.Classes.new.rawValue != 0 else { return [] }
-        return Set(keys.filter { (try? exists($0)) == false })
+    /// MSET's events, before its write: per key its lookup (which publishes `expired` for an
+    /// expired key), `new` when the key holds nothing (the first time only), then `set`.
+    func notifySets(_ keys: [[UInt8]]) {
+        let on = engine.activeEventClasses
+        guard on != 0 else { return }
+        let looksUp = on & (KeyspaceEvents.Classes.new.rawValue | KeyspaceEvents.Classes.expired.rawValue) != 0
+        var created = Set<[UInt8]>()
+        for k in keys {
+            if looksUp, !created.contains(k), (try? exists(k)) == false {
+                created.insert(k)
+                notify(.new, "new", k)
+            }
+            notify(.string, "set", k)
+        }
     }
 
-    /// After MSET's write: per key, `new` when it created it (the first time only), then `set`.
+    /// After MSETNX's write: per key, `new` when it created it (the first time only), then `set`.
     func notifySets(_ keys: [[UInt8]], created: Set<[UInt8]>) {
         guard engine.activeEventClasses != 0 else { return }
         var created = created
