@@ -155,6 +155,15 @@ import Testing
         #expect(listener.take() == ["expired b"])
         h.engine.expirySweep.step(h.engine, now: Clock.milliseconds())
         #expect(listener.take().isEmpty)
+        // A write that finds its key expired: `expired` first, then its own events.
+        h.run("CONFIG", "SET", "notify-keyspace-events", "Ex$n")
+        h.run("SET", "w", "1", "PX", "1")
+        let after = Clock.milliseconds() + 20
+        while Clock.milliseconds() < after {}
+        _ = listener.take()
+        h.run("SET", "w", "2")
+        h.run("LPUSHX", "w", "x")  // WRONGTYPE: a string, nothing expires again
+        #expect(listener.take() == ["expired w", "new w", "set w"])
     }
 
     /// The primary's events travel in its batches (log data); the replica publishes them once it
@@ -180,10 +189,17 @@ import Testing
         let later = Clock.milliseconds() + 20
         while Clock.milliseconds() < later {}
         primary.engine.expirySweep.step(primary.engine, now: Clock.milliseconds())
+        // A write that finds its key expired: replicas see the primary's deletion as `del`.
+        primary.run("SET", "w", "1", "PX", "1")
+        let after = Clock.milliseconds() + 20
+        while Clock.milliseconds() < after {}
+        primary.run("MULTI")
+        primary.run("INCR", "w")
+        primary.run("EXEC")
         for (sequence, data) in try ReplicationTests.batches(feed) {
             #expect(try replica.engine.replication.apply(replica.engine, sequence: sequence, data: data))
         }
         #expect(replica.engine.replicationOffset == primary.engine.replicationOffset)
-        #expect(listener.take() == ["set a", "rpush l", "del a", "set e", "expire e", "del e"])
+        #expect(listener.take() == ["set a", "rpush l", "del a", "set e", "expire e", "del e", "set w", "expire w", "del w", "incrby w"])
     }
 }

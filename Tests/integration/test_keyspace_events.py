@@ -289,12 +289,15 @@ def test_pipelined_writes_of_several_clients(servers):
         c = server.client()
         c.config_set("notify-keyspace-events", "")
         c.flushall()
-        c.config_set("notify-keyspace-events", "KEA")
+        c.config_set("notify-keyspace-events", "KEAn")
         listener = Listener(server.port)
         try:
             p = c.pipeline(transaction=False)
             for i in range(50):
                 p.set(f"k{i % 7}", i).hset("h", f"f{i}", i).lpush("l", i).incr("n").sadd("s", i % 5).zadd("z", {f"m{i % 9}": i})
+                if i % 10 == 9:
+                    # Emptied and made again within the round: `del`, then `new`.
+                    p.delete("h").lpop("l", 100).spop("s", 10).zpopmin("z", 100)
             p.execute()
             results.append(listener.collect(c))
         finally:
