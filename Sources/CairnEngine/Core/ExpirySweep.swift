@@ -203,7 +203,7 @@ public final class ExpirySweep: Sendable {
                 // taken before they expired fires on their expiry (WatchedKey.expiresAt).
                 if notifying { engine.addExpiryEvents(reaped, to: &batch) }
                 try engine.database.write(batch, options: engine.writeOptions)
-                if notifying { engine.publish(keys: reaped, expiredIn: family) }
+                if notifying { engine.publishExpired(reaped) }
                 return count
             } catch {
                 engine.logger.warning("expiry sweep could not delete \(count) keys in \(family.name): \(error)")

@@ -258,7 +258,7 @@ extension Call {
     }
 
     /// Applies several puts and deletes atomically (MSET, DEL of many keys, RENAME). Publishes
-    /// no `new`: MSET does, between its `set` events, as Redis (`newKeys`).
+    /// no `new`: MSET does, between its `set` events, as Redis (`notifySets`).
     func writeBatch(_ puts: [([UInt8], [UInt8])], deletes: [[UInt8]] = []) throws(CommandError) {
         if session.transaction != nil {
             for (k, v) in puts { try writeAnnounced(k, v) }
@@ -308,7 +308,7 @@ extension Call {
         let options = engine.writeOptions
         guard (try? database.write(batch, options: options)) != nil else { return }
         engine.stats.expiredKeys.increment()
-        engine.publish(keys: [key], expiredIn: family)
+        engine.publishExpired([key])
     }
 
     /// Visits live keys of the current family in order from `start`, while `body` returns true.

@@ -252,24 +252,8 @@ extension Engine {
                 // No `changed`: the key ceased to exist when it expired, and a WATCH of it
                 // before then fires on its expiry (WatchedKey.expiresAt); this changes nothing.
                 stats.expiredKeys.increment()
-                if notifying { publish(keys: [key], expiredIn: family) }
+                if notifying { publishExpired([key]) }
             }
         }
-    }
-}
-
-extension Engine {
-    /// For replicas, the deletion of expired `keys` as a `del` of each (class g): Redis's
-    /// replicas publish `del` for the DEL their primary sends when a key expires. Written into
-    /// `batch`, the deletion's own.
-    func addExpiryEvents(_ keys: [[UInt8]], to batch: inout WriteBatch) {
-        guard activeEventClasses & KeyspaceEvents.Classes.generic.rawValue != 0, !keys.isEmpty else { return }
-        batch.putLogData(KeyspaceEvents.encode(keys.map { KeyspaceEvents.Event(type: .generic, name: "del", key: $0) }))
-    }
-
-    /// After expired `keys` were deleted: an `expired` event for each (class x). Keys of any
-    /// family are published as database 0's (the only one).
-    func publish(keys: [[UInt8]], expiredIn family: Family) {
-        publish(keys.map { KeyspaceEvents.Event(type: .expired, name: "expired", key: $0) })
     }
 }

@@ -145,7 +145,7 @@ extension Engine {
             return
         }
         let options = writeOptions
-        if !tx.events.isEmpty { tx.writeEvents() }
+        if !tx.events.isEmpty && feedsReplicas { tx.writeEvents() }
         try storage("commit") { try tx.withBatch { batch in try writeClaimed(batch, options: options) } }
         // Durable: its events go out, in the order its commands recorded them.
         if !tx.events.isEmpty { publish(tx.events) }

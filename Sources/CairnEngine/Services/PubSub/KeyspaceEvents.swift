@@ -193,14 +193,17 @@ extension Engine {
         publish(events)
     }
 
+    /// Whether this server feeds or has fed replicas (`Replication.keepWAL`), or follows a
+    /// primary (its own replicas read its WAL): where events written for replicas are read.
+    var feedsReplicas: Bool { replication.walWanted.load(ordering: .relaxed) || walKept.load(ordering: .relaxed) }
+
     /// Writes `events` for replicas in a batch of their own, for a write that did not go
     /// through a transaction (a transaction writes them into its own batch). Only on a server
     /// that feeds or has fed replicas (`keepWAL`): a replica's first sync is a full one, which
     /// brings no events. A failure is logged: the write they describe is done, and local
     /// subscribers still get them.
     func recordForReplicas(_ events: [KeyspaceEvents.Event]) {
-        guard !events.isEmpty, replication.walWanted.load(ordering: .relaxed) || walKept.load(ordering: .relaxed),
-              !diskGuard.refusesWrites, let meta = database.family(named: Engine.metaFamilyName) else { return }
+        guard !events.isEmpty, feedsReplicas, !diskGuard.refusesWrites, let meta = database.family(named: Engine.metaFamilyName) else { return }
         var carrier = WriteBatch()
         carrier.putLogData(KeyspaceEvents.encode(events))
         carrier.delete(KeyspaceEvents.carrierKey, in: meta)
@@ -209,6 +212,24 @@ extension Engine {
         } catch {
             logger.warning("keyspace events could not be written for replicas: \(error)")
         }
+    }
+}
+
+// MARK: expired keys
+
+extension Engine {
+    /// For replicas, the deletion of expired `keys` as a `del` of each (class g): Redis's
+    /// replicas publish `del` for the DEL their primary sends when a key expires. Written into
+    /// `batch`, the deletion's own.
+    func addExpiryEvents(_ keys: [[UInt8]], to batch: inout WriteBatch) {
+        guard activeEventClasses & KeyspaceEvents.Classes.generic.rawValue != 0, !keys.isEmpty, feedsReplicas else { return }
+        batch.putLogData(KeyspaceEvents.encode(keys.map { KeyspaceEvents.Event(type: .generic, name: "del", key: $0) }))
+    }
+
+    /// After expired `keys` were deleted: an `expired` event for each (class x). Keys of any
+    /// family are published as database 0's (the only one).
+    func publishExpired(_ keys: [[UInt8]]) {
+        publish(keys.map { KeyspaceEvents.Event(type: .expired, name: "expired", key: $0) })
     }
 }
 
