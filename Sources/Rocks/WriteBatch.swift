@@ -76,6 +76,13 @@ public struct WriteBatch: ~Copyable {
         }
     }
 
+    /// Appends `blob` to the batch's WAL record only: not in the memtable or any table file,
+    /// no sequence number, not counted (RocksDB's `PutLogData`). Readers of the WAL (a
+    /// replication feed) see it in order with the batch's other records.
+    public mutating func putLogData(_ blob: [UInt8]) {
+        blob.withChars { b, bl in rocksdb_writebatch_put_log_data(raw, b, bl) }
+    }
+
     public mutating func clear() {
         rocksdb_writebatch_clear(raw)
         families = []

@@ -64,6 +64,7 @@ enum KeyCommands {
                 guard var entry = try call.readEntry(call[1]), entry.expiresAt != nil else { return false }
                 entry.expiresAt = nil
                 try call.writeEntry(call[1], entry)
+                call.notify(.generic, "persist", call[1])
                 return true
             }
             out.integer(changed ? 1 : 0)
@@ -98,6 +99,7 @@ enum KeyCommands {
             }
             let present = zip(keys, live).filter(\.1).map(\.0)
             if !present.isEmpty { try call.writeBatch([], deletes: present) }
+            for k in present { call.notify(.generic, "del", k) }
             return present.count
         }
         out.integer(n)
@@ -114,6 +116,10 @@ enum KeyCommands {
             } else {
                 try place(call, entry, of: from, at: to, removingSource: true)
             }
+            // Redis deletes the destination and adds it again: always a new key.
+            call.notifyNew(to)
+            call.notify(.generic, "rename_from", from)
+            call.notify(.generic, "rename_to", to)
             return true
         }
     }
@@ -201,6 +207,8 @@ enum KeyCommands {
             guard let entry = try call.readEntry(from) else { return false }
             if !replace, try call.exists(to) { return false }
             try place(call, entry, of: from, at: to, removingSource: false)
+            call.notifyNew(to)
+            call.notify(.generic, "copy_to", to)
             return true
         }
         out.integer(copied ? 1 : 0)
@@ -392,9 +400,11 @@ enum KeyCommands {
             if at <= call.now {
                 try call.remove(call[1])
                 call.engine.stats.expiredKeys.increment()
+                call.notify(.generic, "del", call[1])
             } else {
                 old.expiresAt = at
                 try call.writeEntry(call[1], old)
+                call.notify(.generic, "expire", call[1])
             }
             return true
         }

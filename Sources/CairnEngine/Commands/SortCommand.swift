@@ -333,6 +333,7 @@ enum SortCommand {
                 for pattern in o.gets { try push(try lookup(call, pattern, item.element) ?? []) }
             }
         }
+        if stored.size > 0 { call.notify(.list, "sortstore", destination) }
         return Int(stored.size)
     }
 }

@@ -35,6 +35,8 @@ public final class Engine: @unchecked Sendable {
     /// Access control, failed-AUTH throttling and key/value size limits (AccessControl.swift).
     public let guardrails: Guardrails
     let syncWrites: Atomic<Bool>
+    /// `notify-keyspace-events` as `KeyspaceEvents.active` gives it: 0 when off.
+    let keyspaceEventClasses: Atomic<Int>
     let startedAt = Clock.microseconds()
     /// Unix seconds of the last successful backup (the start time until one is made): LASTSAVE.
     public let lastSave = Atomic<Int64>(Clock.milliseconds() / 1000)
@@ -82,6 +84,7 @@ public final class Engine: @unchecked Sendable {
         self.config = Mutex(configuration)
         self.guardrails = try Guardrails(configuration)
         self.syncWrites = Atomic(configuration.appendfsync == .always)
+        self.keyspaceEventClasses = Atomic(KeyspaceEvents.active(configuration.notifyKeyspaceEvents))
         self.table = CommandTable.standard
         self.valueCache = ValueCache(capacity: configuration.valueCacheSize)
         let stats = EngineStats()
@@ -278,6 +281,7 @@ public final class Engine: @unchecked Sendable {
             return copy
         }
         syncWrites.store(updated.appendfsync == .always, ordering: .relaxed)
+        keyspaceEventClasses.store(KeyspaceEvents.active(updated.notifyKeyspaceEvents), ordering: .relaxed)
         guardrails.apply(updated)
         stats.apply(updated)
         if updated.valueCacheSize != valueCache.capacityBytes { valueCache.resize(to: updated.valueCacheSize) }
@@ -392,6 +396,8 @@ public final class Engine: @unchecked Sendable {
         let family = session.family
         let now = Clock.milliseconds()
         var expired: [[UInt8]] = []
+        // With keyspace events on: each missing key in order, and whether it had expired.
+        var misses: [(key: [UInt8], expired: Bool)] = []
         // Keys the value cache holds are answered from it; the others go to one MultiGet, and
         // what it finds fills the cache (see `Call.withStored`).
         let cache = valueCache
@@ -432,6 +438,7 @@ public final class Engine: @unchecked Sendable {
                         }
                         if answer == .hit { hits += 1 }
                         if answer == .expired { expired.append(requests[i][1]) }
+                        if answer == .expired || answer == .missing, activeEventClasses != 0 { misses.append((requests[i][1], answer == .expired)) }
                         answered += 1
                     }
                     return (answered, hits)
@@ -441,7 +448,16 @@ public final class Engine: @unchecked Sendable {
             stats.keyspaceHits.increment(by: hits)
             stats.keyspaceMisses.increment(by: answered - hits)
             // As a GET run alone does (a snapshot read leaves the live key alone).
-            if options.snapshot == nil { for key in expired { reapExpired(key, in: family) } }
+            if misses.isEmpty {
+                if options.snapshot == nil { for key in expired { reapExpired(key, in: family) } }
+            } else {
+                // In request order, each `expired` before its `keymiss`, as Redis publishes them.
+                let missEvents = activeEventClasses & KeyspaceEvents.Classes.keyMiss.rawValue != 0
+                for m in misses {
+                    if m.expired && options.snapshot == nil { reapExpired(m.key, in: family) }
+                    if missEvents { publish([KeyspaceEvents.Event(type: .keyMiss, name: "keymiss", key: m.key)]) }
+                }
+            }
             completedGets(requests.prefix(answered), session: session, since: started, failed: 0)
             return answered
         } catch {
@@ -488,6 +504,8 @@ public final class Engine: @unchecked Sendable {
             locks.awaitClaims(on: command.keys(in: argv), in: session.family)
         }
         let call = Call(engine: self, session: session, argv: argv, name: command.name)
+        // Before `runsLong`, whose measuring reads keys too (one `keymiss` per key and command).
+        session.commandSerial &+= 1
         if command.flags.contains(.write) { session.outcome.wroteToWAL = true }
         if runsLong(command, call) {
             // Off the worker (LongWork.swift): the same handler, later, on another thread.
@@ -512,6 +530,8 @@ public final class Engine: @unchecked Sendable {
             failed = 1
             reply(error, to: &out)
         }
+        // Its writes are done: what it recorded is published (a transaction's wait for its commit).
+        if !call.session.pendingEvents.isEmpty { flushEvents(of: call.session) }
         completed(command, CollectionOfOne(call.argv), session: call.session, nanoseconds: MonotonicClock.nanoseconds() - started, failed: failed)
     }
 

@@ -48,6 +48,9 @@ public final class ExpirySweep: Sendable {
     static let batchSize = 1000
 
     private let position = Mutex(Position())
+    /// Off by `DEBUG SET-ACTIVE-EXPIRE 0`, as in Redis: expired keys then go only when read
+    /// (tests of lazy expiry need the sweep out of the way).
+    let active = Atomic<Bool>(true)
     /// The earliest expiry written since the current pass started (`Int64.max`: none).
     private let earliestWrittenExpiry = Atomic<Int64>(Int64.max)
 
@@ -92,7 +95,7 @@ public final class ExpirySweep: Sendable {
     @discardableResult
     public func step(_ engine: Engine, budget: Int = .max, milliseconds: Int = 25, now fixedNow: Int64? = nil) -> Int {
         // A replica's expired keys go when its primary's deletes arrive.
-        guard !engine.replication.isReplica else { return 0 }
+        guard !engine.replication.isReplica, active.load(ordering: .relaxed) else { return 0 }
         var pos = position.withLock { $0 }
         let startedAt = fixedNow ?? Clock.milliseconds()
         if !pos.inPass {
@@ -182,10 +185,13 @@ public final class ExpirySweep: Sendable {
         return engine.locks.withLocks(keys, in: family) { () -> Int in
             var batch = WriteBatch()
             var count = 0
+            let notifying = engine.activeEventClasses != 0
+            var reaped: [[UInt8]] = []
             let checked: Void? = try? engine.database.withValues(forKeys: keys, in: family.handle) { values in
                 for (key, value) in zip(keys, values) where value.flatMap({ ValueFormat.header(of: $0) })?.isExpired(now: now) ?? false {
                     batch.delete(key, in: family.handle)
                     count += 1
+                    if notifying { reaped.append(key) }
                 }
             }
             guard checked != nil else { return 0 }
@@ -195,7 +201,9 @@ public final class ExpirySweep: Sendable {
             do {
                 // No `KeyLocks.changed`: expired keys were already gone for readers, and a WATCH
                 // taken before they expired fires on their expiry (WatchedKey.expiresAt).
+                if notifying { engine.addExpiryEvents(reaped, to: &batch) }
                 try engine.database.write(batch, options: engine.writeOptions)
+                if notifying { engine.publishExpired(reaped) }
                 return count
             } catch {
                 engine.logger.warning("expiry sweep could not delete \(count) keys in \(family.name): \(error)")

@@ -49,11 +49,15 @@ extension Call {
     func withStored<R>(_ key: [UInt8], _ body: (KeyType?, UnsafeRawBufferPointer?, Int64?) throws(CommandError) -> R) throws(CommandError) -> R {
         let family = self.family  // once: the session's family is read under its record's lock
         if let tx = session.transaction, let staged = tx.staged(key, in: family.name) {
-            guard let staged else { return try body(nil, nil, nil) }
+            guard let staged else {
+                missed(key)
+                return try body(nil, nil, nil)
+            }
             let now = now
             let result = staged.withUnsafeBytes { raw in
                 Result { () throws(CommandError) -> R in
                     guard let h = ValueFormat.header(of: raw), !h.isExpired(now: now), let type = KeyType(rawValue: h.type) else {
+                        missed(key)
                         return try body(nil, nil, nil)
                     }
                     return try body(type, UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
@@ -62,6 +66,7 @@ extension Call {
             return try result.get()
         }
         var expired = false
+        var missing = false
         let handle = family.handle
         let readOptions = self.readOptions
         let now = now
@@ -75,7 +80,10 @@ extension Call {
             case .hit(let stored):
                 let result = stored.withUnsafeBytes { raw in
                     Result { () throws(CommandError) -> R in
-                        guard let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else { return try body(nil, nil, nil) }
+                        guard let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else {
+                            missed(key)
+                            return try body(nil, nil, nil)
+                        }
                         return try body(type, UnsafeRawBufferPointer(rebasing: raw[h.payloadOffset...]), h.expiresAt)
                     }
                 }
@@ -90,10 +98,12 @@ extension Call {
             try database.withValue(forKey: key, in: handle, options: readOptions) { raw throws -> R in
                 guard let raw, let h = ValueFormat.header(of: raw), let type = KeyType(rawValue: h.type) else {
                     if raw == nil, let fill { cache.fill(key, in: family, hash: fill.hash, version: fill.version, raw: nil, locks: engine.locks) }
+                    missing = true
                     return try body(nil, nil, nil)
                 }
                 if h.isExpired(now: now) {
                     expired = true
+                    missing = true
                     return try body(nil, nil, nil)
                 }
                 if let fill { cache.fill(key, in: family, hash: fill.hash, version: fill.version, raw: raw, locks: engine.locks) }
@@ -101,6 +111,8 @@ extension Call {
             }
         }
         if expired && session.readSnapshot == nil { reapExpired(key) }
+        // After the reap: Redis publishes `expired` before `keymiss`.
+        if missing { missed(key) }
         return result
     }
 
@@ -153,12 +165,27 @@ extension Call {
         let handle = family.handle
         let options = readOptions
         let now = now
-        return try engine.storage("MGET") {
+        // With keyspace events on, each key's state: expired keys are reaped here, as a GET
+        // would (`expired`), and missing ones are key misses, in the keys' order.
+        let notifying = engine.activeEventClasses != 0
+        var states: [(missing: Bool, expired: Bool)] = []
+        let found = try engine.storage("MGET") {
             try database.withValues(forKeys: keys, in: handle, options: options) { values in
+                if notifying {
+                    states = values.map { v in
+                        let live = ValueFormat.livePayload(of: v, now: now) != nil
+                        return (!live, !live && v != nil)
+                    }
+                }
                 // MGET answers nil for a key of another type, as Redis does.
-                values.map { v in ValueFormat.liveString(of: v, now: now).map { Array($0) } }
+                return values.map { v in ValueFormat.liveString(of: v, now: now).map { Array($0) } }
             }
         }
+        for (k, state) in zip(keys, states) where state.missing {
+            if state.expired && session.readSnapshot == nil { reapExpired(k) }
+            missed(k)
+        }
+        return found
     }
 
     /// Whether each of `keys` holds a live value, read as `readMany` reads (one MultiGet, one
@@ -168,11 +195,21 @@ extension Call {
         let handle = family.handle
         let options = readOptions
         let now = now
-        return try engine.storage("EXISTS") {
+        // With keyspace events on, expired keys are reaped here, as `readMany` does.
+        let notifying = engine.activeEventClasses != 0
+        var expired: [Bool] = []
+        let found = try engine.storage("EXISTS") {
             try database.withValues(forKeys: keys, in: handle, options: options) { values in
-                values.map { ValueFormat.livePayload(of: $0, now: now) != nil }
+                if notifying { expired = values.map { $0 != nil && ValueFormat.livePayload(of: $0, now: now) == nil } }
+                return values.map { ValueFormat.livePayload(of: $0, now: now) != nil }
             }
         }
+        guard notifying else { return found }
+        for (i, k) in keys.enumerated() where !found[i] {
+            if expired[i] && session.readSnapshot == nil { reapExpired(k) }
+            missed(k)
+        }
+        return found
     }
 
     /// Whether `key` holds a live value of any type.
@@ -185,9 +222,16 @@ extension Call {
         try put(key, stored: ValueFormat.encode(payload, expiresAt: expiresAt), expiresAt: expiresAt)
     }
 
+    /// Stores a string value without the `new` event (`notifyIfNew`): for a command that
+    /// publishes it itself, in Redis's place among its other events (MSET).
+    func writeAnnounced(_ key: [UInt8], _ payload: some Collection<UInt8>) throws(CommandError) {
+        try put(key, stored: ValueFormat.encode(payload, expiresAt: nil), expiresAt: nil, newEvent: false)
+    }
+
     /// Stores an encoded value (header included) under `key`.
-    private func put(_ key: [UInt8], stored: [UInt8], expiresAt: Int64?) throws(CommandError) {
+    private func put(_ key: [UInt8], stored: [UInt8], expiresAt: Int64?, newEvent: Bool = true) throws(CommandError) {
         if let expiresAt { engine.expirySweep.noteExpiringWrite(expiresAt: expiresAt) }
+        if newEvent { notifyIfNew(key) }
         let family = self.family  // once: the session's family is read under its record's lock
         if let tx = session.transaction {
             tx.put(key, stored, in: family)
@@ -213,10 +257,11 @@ extension Call {
         engine.locks.changed(key, in: family)
     }
 
-    /// Applies several puts and deletes atomically (MSET, DEL of many keys, RENAME).
+    /// Applies several puts and deletes atomically (MSET, DEL of many keys, RENAME). Publishes
+    /// no `new`: MSET does, between its `set` events, as Redis (`notifySets`).
     func writeBatch(_ puts: [([UInt8], [UInt8])], deletes: [[UInt8]] = []) throws(CommandError) {
         if session.transaction != nil {
-            for (k, v) in puts { try write(k, v) }
+            for (k, v) in puts { try writeAnnounced(k, v) }
             for k in deletes { try remove(k) }
             return
         }
@@ -232,9 +277,38 @@ extension Call {
     /// Deletes a key found expired on read, unless it was rewritten meanwhile.
     func reapExpired(_ key: [UInt8]) {
         // Under a key lock (a write is about to replace the value) or in EXEC, leave it: the
-        // locks are not re-entrant, and compaction drops it anyway.
-        guard session.transaction == nil && !session.holdsKeyLocks else { return }
+        // locks are not re-entrant, and compaction drops it anyway. With keyspace events on,
+        // a key of this command (whose lock is held) goes now, with its `expired` event.
+        guard session.transaction == nil && !session.holdsKeyLocks else {
+            if engine.activeEventClasses != 0 { expireHeld(key) }
+            return
+        }
         engine.reapExpired(key, in: family)
+    }
+
+    /// A write's lookup found its own `key` expired: deleted in the write's transaction (or
+    /// now, its lock being held), with `expired` here and `del` for replicas before the
+    /// write's own events, as Redis's `lookupKeyWrite` does. Keys the command does not name
+    /// (SORT's patterns) are left to a read or the sweep: their locks may not be held.
+    private func expireHeld(_ key: [UInt8]) {
+        guard !engine.replication.isReplica, !engine.diskGuard.refusesWrites,
+              let command = engine.table.named(Array(name.utf8)), command.keys(in: argv).contains(key) else { return }
+        let family = self.family
+        if let tx = session.transaction {
+            tx.delete(key, in: family)
+            let on = engine.activeEventClasses
+            if on & KeyspaceEvents.Classes.expired.rawValue != 0 { record(.init(type: .expired, name: "expired", key: key, scope: .local)) }
+            if on & KeyspaceEvents.Classes.generic.rawValue != 0 { record(.init(type: .generic, name: "del", key: key, scope: .replicas)) }
+            engine.stats.expiredKeys.increment()
+            return
+        }
+        var batch = WriteBatch()
+        batch.delete(key, in: family.handle)
+        engine.addExpiryEvents([key], to: &batch)
+        let options = engine.writeOptions
+        guard (try? database.write(batch, options: options)) != nil else { return }
+        engine.stats.expiredKeys.increment()
+        engine.publishExpired([key])
     }
 
     /// Visits live keys of the current family in order from `start`, while `body` returns true.

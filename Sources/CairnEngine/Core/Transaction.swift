@@ -57,6 +57,18 @@ final class Transaction {
     func changed(stripe: Int) {
         if changedStripes.last != stripe { changedStripes.append(stripe) }
     }
+    /// Keyspace events its commands recorded (`Call.notify`): written into the batch for
+    /// replicas (`writeEvents`) and published once it committed.
+    var events: [KeyspaceEvents.Event] = []
+
+    /// Writes `events` (but key misses, which replicas do not see) into the batch as log
+    /// data, so a replica finds them with the writes they describe.
+    func writeEvents() {
+        let replicated = events.filter { $0.type != .keyMiss && $0.scope != .local }
+        guard !replicated.isEmpty else { return }
+        batch.putLogData(KeyspaceEvents.encode(replicated))
+    }
+
     /// Set by FLUSHDB and DELRANGE inside the transaction: any key may change.
     private(set) var changedUnknownKeys = false
     /// Per collection (its `MemberKeys.prefix`), the keys of `stagedMembers` under it in order:

@@ -1,4 +1,5 @@
 public import RESP
+import Rocks
 
 /// The one door every request passes, whichever executor then runs it: `execute` (one request,
 /// its handler), the grouped read (`executePlainGets`, one MultiGet for a run of GETs) or the
@@ -236,10 +237,22 @@ extension Engine {
             let stillExpired = (try? database.withValue(forKey: key, in: handle) { raw in
                 raw.flatMap { ValueFormat.header(of: $0) }?.isExpired(now: Clock.milliseconds()) ?? false
             }) ?? false
-            if stillExpired, (try? database.delete(key, in: handle, options: writeOptions)) != nil {
+            guard stillExpired else { return }
+            let notifying = activeEventClasses != 0
+            let deleted: Void?
+            if notifying {
+                var batch = WriteBatch()
+                batch.delete(key, in: handle)
+                addExpiryEvents([key], to: &batch)
+                deleted = try? database.write(batch, options: writeOptions)
+            } else {
+                deleted = try? database.delete(key, in: handle, options: writeOptions)
+            }
+            if deleted != nil {
                 // No `changed`: the key ceased to exist when it expired, and a WATCH of it
                 // before then fires on its expiry (WatchedKey.expiresAt); this changes nothing.
                 stats.expiredKeys.increment()
+                if notifying { publishExpired([key]) }
             }
         }
     }

@@ -139,9 +139,16 @@ extension Engine {
     /// fires the WATCHes of what it changed. The caller holds the stripes of every key written
     /// (or every stripe, when the transaction may change unknown keys).
     func commit(_ tx: Transaction) throws(CommandError) {
-        guard !tx.isEmpty else { return }
+        guard !tx.isEmpty else {
+            // Nothing written: only key misses can have been recorded.
+            if !tx.events.isEmpty { publish(tx.events) }
+            return
+        }
         let options = writeOptions
+        if !tx.events.isEmpty && feedsReplicas { tx.writeEvents() }
         try storage("commit") { try tx.withBatch { batch in try writeClaimed(batch, options: options) } }
+        // Durable: its events go out, in the order its commands recorded them.
+        if !tx.events.isEmpty { publish(tx.events) }
         PoppedFronts.shared.publish(tx, database: database)
         if tx.changedUnknownKeys {
             locks.changedEveryStripe()

@@ -58,6 +58,13 @@ public final class Session: @unchecked Sendable {
     /// The request runs off the worker because its work is big (LongWork.swift): its key locks
     /// are claims, and its writes go in pieces.
     var runsLong = false
+    /// Keyspace events the running command recorded outside a transaction, published when its
+    /// handler returns (`Engine.flushEvents`).
+    var pendingEvents: [KeyspaceEvents.Event] = []
+    /// Counts the commands run (`Engine.run`), so a key missed twice by one command is
+    /// one `keymiss` (`missed`: the keys the command numbered `serial` missed).
+    var commandSerial = 0
+    var missed: (serial: Int, keys: Set<[UInt8]>) = (0, [])
     /// The EXEC being run, whose writes are staged in one batch.
     var transaction: Transaction? = nil
     /// Snapshots this connection made, by id; released when it closes.

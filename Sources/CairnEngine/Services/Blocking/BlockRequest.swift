@@ -91,6 +91,7 @@ extension Engine {
                 reply(error, to: &out)
                 served = true
             }
+            flushEvents(of: session)
             if served {
                 unpark(session)
                 var outcome = Outcome()

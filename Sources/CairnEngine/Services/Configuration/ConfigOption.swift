@@ -249,6 +249,10 @@ public struct ConfigOption: Sendable {
         .bytes("repl-backlog-size", mutable: false, \.replBacklogSize),
         .int("repl-timeout", min: 1, \.replTimeout),
         .bytes("hll-sparse-max-bytes", \.hllSparseMaxBytes),
+        ConfigOption(name: "notify-keyspace-events", mutable: true, get: { KeyspaceEvents.format($0.notifyKeyspaceEvents) }) { config, text throws(Invalid) in
+            guard let classes = KeyspaceEvents.parse(text) else { throw Invalid(KeyspaceEvents.invalid) }
+            config.notifyKeyspaceEvents = classes
+        },
     ] + encodingDefaults.keys.sorted().flatMap { name in
         [encodingThreshold(name, name)] + encodingAliases.filter { $0.value == name }.keys.sorted().map { encodingThreshold($0, name) }
     }

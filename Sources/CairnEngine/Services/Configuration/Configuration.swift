@@ -175,6 +175,10 @@ public struct Configuration: Sendable, Equatable {
     /// retried). Default 60.
     public var replTimeout = 60
 
+    /// `notify-keyspace-events`: the classes of keyspace events published (Redis's letters,
+    /// `KeyspaceEvents`). Default none: no event, and a write pays one atomic load for it.
+    var notifyKeyspaceEvents: KeyspaceEvents.Classes = []
+
     /// The settings of the modules around the engine, by type: `self[Settings.self]`.
     var extensions = ConfigurationExtensions()
 

@@ -96,7 +96,10 @@ enum DumpCommands {
             let expiresAt: Int64? = ttl == 0 ? nil : absoluteTTL ? ttl : call.now &+ ttl
             if let expiresAt, expiresAt <= call.now {
                 // Already expired: Redis answers OK and only deletes what REPLACE replaced.
-                if existed { try call.remove(key) }
+                if existed {
+                    try call.remove(key)
+                    call.notify(.generic, "del", key)
+                }
                 return
             }
             if let string = sink.string {
@@ -106,6 +109,9 @@ enum DumpCommands {
                 if let expiresAt { call.engine.expirySweep.noteExpiringWrite(expiresAt: expiresAt) }
                 try call.commit(change)
             }
+            // Redis deletes a replaced key and adds it again: always `new`.
+            call.notifyNew(key)
+            call.notify(.generic, "restore", key)
         }
         out.simpleString("OK")
     }

@@ -91,7 +91,10 @@ enum MigrateCommand {
         // The keys the target took are deleted here (unless COPY), even when others failed.
         if !copy && !moved.isEmpty {
             try call.locked(moved) { () throws(CommandError) in
-                for key in moved { try call.remove(key) }
+                for key in moved {
+                    try call.remove(key)
+                    call.notify(.generic, "del", key)
+                }
             }
         }
         if let failure { throw CommandError("ERR", "Target instance replied with error: \(failure)") }

@@ -150,6 +150,8 @@ extension Replication {
             }
             writes.wakeBlocked(engine)
             if events.functionsChanged { engine.scripting.librariesChanged() }
+            // The primary's keyspace events, now that the writes they describe are here.
+            if engine.activeEventClasses != 0 { Self.publishEvents(in: data, engine: engine) }
         } catch {
             if let e = error as? StorageError { engine.diskGuard.noteFailure(e, engine: engine) }
             throw .storage("writing the batch at sequence \(sequence) failed: \(error)")
@@ -157,6 +159,16 @@ extension Replication {
         let after = database.latestSequenceNumber
         guard after == sequence + count - 1 else {
             throw .storage("after the batch at sequence \(sequence) (\(count) operations) the latest sequence is \(after), not \(sequence + count - 1)")
+        }
+    }
+
+    /// Publishes the keyspace events a primary wrote into `data` as log data, in order
+    /// (`KeyspaceEvents`), filtered by this server's own `notify-keyspace-events`.
+    static func publishEvents(in data: [UInt8], engine: Engine) {
+        var reader = BatchReader(data)
+        while let record = reader.next() {
+            guard record.kind == .logData, let events = KeyspaceEvents.decode(record.value) else { continue }
+            engine.publish(events)
         }
     }
 

@@ -74,9 +74,9 @@ struct BatchReader {
         case 14, 15:  // range deletions: key is the start, value the end
             guard let key = slice(), let value = slice() else { return nil }
             return Record(kind: .rangeDeletion, family: family, key: key, value: value)
-        case 3:  // log data
-            guard slice() != nil else { return nil }
-            return Record(kind: .logData, family: 0, key: [], value: [])
+        case 3:  // log data: the blob in `value`
+            guard let blob = slice() else { return nil }
+            return Record(kind: .logData, family: 0, key: [], value: blob)
         default:
             return nil
         }

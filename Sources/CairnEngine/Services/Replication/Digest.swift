@@ -11,8 +11,14 @@ enum DigestCommands {
     static let all: [Command] = [
         Command("debug") {
             call, out throws(CommandError) in
+            // Redis's switch of active expiry, which test suites use: `1` on, `0` off.
+            if call[1].isKeyword("SET-ACTIVE-EXPIRE"), call.count == 3 {
+                call.engine.expirySweep.active.store(try call.integer(2) != 0, ordering: .relaxed)
+                out.simpleString("OK")
+                return
+            }
             guard call[1].isKeyword("DIGEST"), call.count == 2 else {
-                throw CommandError("ERR", "DEBUG \(call.text(1)) is not supported: Cairn has DEBUG DIGEST")
+                throw CommandError("ERR", "DEBUG \(call.text(1)) is not supported: Cairn has DEBUG DIGEST and DEBUG SET-ACTIVE-EXPIRE")
             }
             out.bulk(try digest(call.engine))
         }.reachingEverything(write: false),

@@ -190,6 +190,8 @@ final class Scripting: @unchecked Sendable {
                 return failed.bytes
             }
             session.outcome.wroteToWAL = true
+        } else if tx.isEmpty && !tx.events.isEmpty {
+            engine.publish(tx.events)  // key misses of a script that wrote nothing
         }
         return out.bytes
     }

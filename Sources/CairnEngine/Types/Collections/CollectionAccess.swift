@@ -380,6 +380,7 @@ extension Call {
     }
 
     private func stage(_ c: borrowing CollectionChange, in tx: Transaction) {
+        if !c.existed && !c.meta.isGone { notifyIfNew(c.key) }
         for (k, v) in c.puts { tx.putMember(k, v, collection: c.prefix, in: members) }
         for k in c.deletes { tx.deleteMember(k, collection: c.prefix, in: members) }
         // Written once, at commit, however many commands of the transaction change it.
@@ -396,6 +397,7 @@ extension Call {
             for c in changes { stage(c, in: tx) }
             return
         }
+        if engine.activeEventClasses != 0 { for c in changes where !c.existed && !c.meta.isGone { notifyIfNew(c.key) } }
         var batch = WriteBatch()
         for c in changes {
             for (k, v) in c.puts { batch.put(k, v, in: members) }

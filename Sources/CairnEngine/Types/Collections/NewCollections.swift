@@ -126,7 +126,11 @@ extension Call {
             throw error
         }
         guard !new.meta.isGone else {
-            if try withStored(key, { t, _, _ in t != nil }) { try remove(key) }
+            if try withStored(key, { t, _, _ in t != nil }) {
+                try remove(key)
+                // Redis's *STORE commands publish `del` when an empty result deletes the key.
+                notify(.generic, "del", key)
+            }
             if !also.isEmpty { try commit(also) }
             return new.meta
         }

@@ -110,6 +110,11 @@ enum GeoSearch {
         }
     }
 
+    /// The keyspace event of a stored result, as Redis names it.
+    private static func storeEvent(_ call: Call) -> String {
+        call.name == "geosearchstore" ? "geosearchstore" : "georadiusstore"
+    }
+
     /// Parses, searches and answers; `writable` holds the keys locked for a STORE.
     private static func run(_ call: Call, _ out: inout RESPWriter, _ form: Form, writable: [[UInt8]]) throws(CommandError) {
         let source = call[form.sourceAt]
@@ -119,7 +124,7 @@ enum GeoSearch {
         if let storeKey = request.storeKey, !writable.contains(storeKey) { throw .syntax }
         guard let meta else {
             if let storeKey = request.storeKey {
-                _ = try SortedSetRanges.storeEntries(call, storeKey, [])
+                _ = try SortedSetRanges.storeEntries(call, storeKey, [], event: storeEvent(call))
                 out.integer(0)
             } else {
                 out.arrayHeader(0)
@@ -133,7 +138,7 @@ enum GeoSearch {
             let entries = results.map { p in
                 SortedEntry(member: p.member, score: request.storeDistance ? p.distance / request.metresPerUnit : p.score)
             }
-            out.integer(try SortedSetRanges.storeEntries(call, storeKey, entries))
+            out.integer(try SortedSetRanges.storeEntries(call, storeKey, entries, event: storeEvent(call)))
         } else {
             write(results, request, &out)
         }

@@ -27,6 +27,7 @@ enum HashCommands {
                 change.put(.member, call[2], call[3])
                 change.meta.size += 1
                 try call.commit(change)
+                call.notify(.hash, "hset", call[1])
                 return true
             }
             out.integer(created ? 1 : 0)
@@ -55,7 +56,11 @@ enum HashCommands {
                 for (field, value) in zip(fields, present) where value != nil { change.delete(.member, field) }
                 let n = present.filter { $0 != nil }.count
                 change.meta.size -= UInt64(n)
-                if n > 0 { try call.commit(change) }
+                if n > 0 {
+                    try call.commit(change)
+                    call.notify(.hash, "hdel", call[1])
+                    if change.meta.size == 0 { call.notify(.generic, "del", call[1]) }
+                }
                 return n
             }
             out.integer(removed)
@@ -102,6 +107,7 @@ enum HashCommands {
                 change.put(.member, call[2], Bytes.decimal(sum))
                 if old == nil { change.meta.size += 1 }
                 try call.commit(change)
+                call.notify(.hash, "hincrby", call[1])
                 return sum
             }
             out.integer(result)
@@ -124,6 +130,7 @@ enum HashCommands {
                 change.put(.member, call[2], Array(text.utf8))
                 if old == nil { change.meta.size += 1 }
                 try call.commit(change)
+                call.notify(.hash, "hincrbyfloat", call[1])
                 return text
             }
             out.bulk(text)
@@ -164,6 +171,7 @@ enum HashCommands {
             }
             change.meta.size += UInt64(created)
             try call.commit(change)
+            call.notify(.hash, "hset", call[1])
             return created
         }
     }

@@ -50,6 +50,7 @@ enum HyperLogLogCommands {
             guard changed else { return false }
             hll.invalidateCache()
             try call.write(key, hll.bytes, expiresAt: old?.expiresAt)
+            call.notify(.string, "pfadd", key)
             return true
         }
         out.integer(changed ? 1 : 0)
@@ -139,6 +140,8 @@ enum HyperLogLogCommands {
             }
             hll.invalidateCache()
             try call.write(destination, hll.bytes, expiresAt: old?.expiresAt)
+            // Redis 7.0 names PFMERGE's event `pfadd`.
+            call.notify(.string, "pfadd", destination)
         }
         out.simpleString("OK")
     }

@@ -88,6 +88,7 @@ enum ListCommands {
                 var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
                 change.put(.member, MemberKeys.position(p), call[3])
                 try call.commit(change)
+                call.notify(.list, "lset", call[1])
             }
             out.simpleString("OK")
         },
@@ -125,6 +126,7 @@ enum ListCommands {
             }
             call.push(call.argv[2...], to: end, of: &change)
             try call.commit(change)
+            call.notify(.list, end.pushEvent, call[1])
             return Int64(change.meta.size)
         }
     }
@@ -136,7 +138,10 @@ enum ListCommands {
         let popped = try call.locked(call[1]) { () throws(CommandError) -> [[UInt8]]? in
             guard var change = try call.existing(call[1], .list) else { return nil }
             let elements = try call.pop(Int(clamping: count ?? 1), from: end, of: &change)
-            if !elements.isEmpty { try call.commit(change) }
+            if !elements.isEmpty {
+                try call.commit(change)
+                call.notifyPopped(call[1], end, emptied: change.meta.size == 0)
+            }
             return elements
         }
         guard count != nil else {
@@ -186,6 +191,7 @@ enum ListCommands {
                 call.rewrite(&change, from: at, as: [call[4]] + back)
             }
             try call.commit(change)
+            call.notify(.list, "linsert", call[1])
             return Int64(change.meta.size)
         }
         out.integer(result)
@@ -213,6 +219,8 @@ enum ListCommands {
                 call.rewrite(&change, from: UInt64(first), as: kept)
             }
             try call.commit(change)
+            call.notify(.list, "lrem", call[1])
+            if change.meta.size == 0 { call.notify(.generic, "del", call[1]) }
             return drop.count
         }
         out.integer(removed)
@@ -228,6 +236,8 @@ enum ListCommands {
             guard let (from, to) = Call.listRange(start, stop, size: meta.size) else {
                 change.meta.size = 0
                 try call.commit(change)
+                call.notify(.list, "ltrim", call[1])
+                call.notify(.generic, "del", call[1])
                 return
             }
             for p in meta.head..<meta.head + from { change.delete(.member, MemberKeys.position(p)) }
@@ -236,6 +246,7 @@ enum ListCommands {
             change.meta.tail = meta.head + to + 1
             change.meta.size = to - from + 1
             if change.meta.size != meta.size { try call.commit(change) }
+            call.notify(.list, "ltrim", call[1])
         }
         out.simpleString("OK")
     }
@@ -315,7 +326,19 @@ struct MultiPop {
     }
 }
 
+extension ListEnd {
+    /// The keyspace event of a push or a pop at this end.
+    var pushEvent: String { self == .left ? "lpush" : "rpush" }
+    var popEvent: String { self == .left ? "lpop" : "rpop" }
+}
+
 extension Call {
+    /// After a pop from list `key`: `lpop`/`rpop`, then `del` when it emptied the list.
+    func notifyPopped(_ key: [UInt8], _ end: ListEnd, emptied: Bool) {
+        notify(.list, end.popEvent, key)
+        if emptied { notify(.generic, "del", key) }
+    }
+
     /// The list at `key`; with `skippingOtherTypes` a key of another type reads as missing
     /// (a blocked client's retry waits on, as Redis serves waiters only from lists).
     func list(_ key: [UInt8], skippingOtherTypes: Bool) throws(CommandError) -> CollectionMetadata? {
@@ -336,6 +359,7 @@ extension Call {
                 var change = CollectionChange(key: key, meta: meta, family: family.name, existed: true)
                 let elements = try pop(count, from: end, of: &change)
                 try commit(change)
+                if !elements.isEmpty { notifyPopped(key, end, emptied: change.meta.size == 0) }
                 return elements
             }
             if let popped, !popped.isEmpty { return (key, popped) }
@@ -355,16 +379,25 @@ extension Call {
                 guard let p = position(ofIndex: from == .left ? 0 : -1, in: meta),
                       let element = try member(meta, of: source, .member, MemberKeys.position(p)) else { return nil }
                 // Popped and pushed at the same end: nothing moves.
-                guard from != to else { return element }
+                guard from != to else {
+                    // Redis still pushes and pops it, and says so.
+                    notify(.list, to.pushEvent, destination)
+                    notify(.list, from.popEvent, source)
+                    return element
+                }
                 _ = try pop(1, from: from, of: &src)
                 push([element], to: to, of: &src)
                 try commit(src)
+                notify(.list, to.pushEvent, destination)
+                notify(.list, from.popEvent, source)
                 return element
             }
             var dst = try change(destination, .list)
             guard let element = try pop(1, from: from, of: &src).first else { return nil }
             push([element], to: to, of: &dst)
             try commit(src, dst)
+            notify(.list, to.pushEvent, destination)
+            notifyPopped(source, from, emptied: src.meta.size == 0)
             return element
         }
     }

@@ -25,7 +25,10 @@ enum SetCommands {
                 }
                 change.meta.size += UInt64(added)
                 PoppedFronts.shared.noteInserts(call, change, .member, members)
-                if added > 0 { try call.commit(change) }
+                if added > 0 {
+                    try call.commit(change)
+                    call.notify(.set, "sadd", call[1])
+                }
                 return added
             }
             out.integer(added)
@@ -40,7 +43,11 @@ enum SetCommands {
                     removed += 1
                 }
                 change.meta.size -= UInt64(removed)
-                if removed > 0 { try call.commit(change) }
+                if removed > 0 {
+                    try call.commit(change)
+                    call.notify(.set, "srem", call[1])
+                    if change.meta.size == 0 { call.notify(.generic, "del", call[1]) }
+                }
                 return removed
             }
             out.integer(removed)
@@ -90,7 +97,12 @@ enum SetCommands {
             let count = try call.count == 3 ? Int(clamping: call.positiveInteger(2)) : 1
             let popped = try call.locked(call[1]) { () throws(CommandError) -> [[UInt8]]? in
                 guard let meta = try call.collection(call[1], .set) else { return nil }
-                return try pop(call, meta, count: count)
+                let popped = try pop(call, meta, count: count)
+                if !popped.isEmpty {
+                    call.notify(.set, "spop", call[1])
+                    if UInt64(popped.count) >= meta.size { call.notify(.generic, "del", call[1]) }
+                }
+                return popped
             }
             guard call.count == 3 else {
                 if let first = popped?.first { out.bulk(first) } else { out.null() }
@@ -118,6 +130,12 @@ enum SetCommands {
                     into.meta.size += 1
                 }
                 try call.commit(out, into)
+                // Redis's order: the source's events, then the destination's creation and add.
+                let created = call.takeNew(destination)
+                call.notify(.set, "srem", source)
+                if out.meta.size == 0 { call.notify(.generic, "del", source) }
+                if created { call.record(KeyspaceEvents.Event(type: .new, name: "new", key: destination)) }
+                if !already { call.notify(.set, "sadd", destination) }
                 return true
             }
             out.integer(moved ? 1 : 0)
@@ -191,6 +209,7 @@ enum SetCommands {
                     return true
                 }
             }
+            if stored.size > 0 { call.notify(.set, operation.storeEvent, call[1]) }
             return Int(stored.size)
         }
     }
@@ -265,5 +284,16 @@ enum SetCommands {
         change.meta.size -= UInt64(popped.count)
         try call.commit(change)
         return popped
+    }
+}
+
+extension SetAlgebra.Operation {
+    /// The keyspace event of the *STORE form.
+    var storeEvent: String {
+        switch self {
+        case .inter: "sinterstore"
+        case .union: "sunionstore"
+        case .diff: "sdiffstore"
+        }
     }
 }

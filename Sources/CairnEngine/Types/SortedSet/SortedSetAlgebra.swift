@@ -137,7 +137,7 @@ enum SortedSetAlgebra {
             return
         }
         let stored = try call.locked([call[1]] + keys) { () throws(CommandError) -> Int in
-            try SortedSetRanges.storeEntries(call, call[1], try body().entries)
+            try SortedSetRanges.storeEntries(call, call[1], try body().entries, event: call.name)
         }
         out.integer(stored)
     }

@@ -29,7 +29,11 @@ enum SortedSetCommands {
                     SortedSetEntries.remove(&change, SortedEntry(member: m, score: score))
                     removed += 1
                 }
-                if removed > 0 { try call.commit(change) }
+                if removed > 0 {
+                    try call.commit(change)
+                    call.notify(.zset, "zrem", call[1])
+                    if change.meta.size == 0 { call.notify(.generic, "del", call[1]) }
+                }
                 return removed
             }
             out.integer(removed)
@@ -185,6 +189,7 @@ enum SortedSetCommands {
             }
             PoppedFronts.shared.noteInserts(call, change, .score, written)
             try call.commit(change)
+            if added > 0 || updated > 0 { call.notify(.zset, o.increment ? "zincr" : "zadd", call[1]) }
             return (added, updated, result)
         }
     }
@@ -216,6 +221,10 @@ enum SortedSetCommands {
             }
             for e in popped { SortedSetEntries.remove(&change, e) }
             try call.commit(change)
+            if !popped.isEmpty {
+                call.notify(.zset, min ? "zpopmin" : "zpopmax", key)
+                if change.meta.size == 0 { call.notify(.generic, "del", key) }
+            }
             if let last {
                 if min { PoppedFronts.shared.poppedFront(call, index, through: last) } else { PoppedFronts.shared.poppedBack(call, index, from: last) }
             }

@@ -68,8 +68,11 @@ enum SortedSetRanges {
     ) throws(CommandError) -> Int {
         try call.locked(call[1]) { () throws(CommandError) -> Int in
             guard let meta = try call.collection(call[1], .zset) else { return 0 }
+            let event = call.name  // zremrangebyrank, zremrangebyscore, zremrangebylex
             if all(meta) {
                 try call.remove(call[1])
+                call.notify(.zset, event, call[1])
+                call.notify(.generic, "del", call[1])
                 return Int(meta.size)
             }
             let found = try select(meta)
@@ -77,11 +80,16 @@ enum SortedSetRanges {
             // metadata, and compaction drops them), not one tombstone per member and score.
             if UInt64(found.count) == meta.size {
                 try call.remove(call[1])
+                call.notify(.zset, event, call[1])
+                call.notify(.generic, "del", call[1])
                 return found.count
             }
             var change = CollectionChange(key: call[1], meta: meta, family: call.family.name, existed: true)
             for e in found { SortedSetEntries.remove(&change, e) }
-            if !found.isEmpty { try call.commit(change) }
+            if !found.isEmpty {
+                try call.commit(change)
+                call.notify(.zset, event, call[1])
+            }
             return found.count
         }
     }
@@ -158,17 +166,19 @@ enum SortedSetRanges {
             return
         }
         let stored = try call.locked([call[1], key]) { () throws(CommandError) -> Int in
-            try storeEntries(call, call[1], try read())
+            try storeEntries(call, call[1], try read(), event: "zrangestore")
         }
         out.integer(stored)
     }
 
     /// Replaces `destination` with a sorted set of `entries` (deletes it when there are none);
     /// their number. Call under the destination's lock.
-    static func storeEntries(_ call: Call, _ destination: [UInt8], _ entries: [SortedEntry]) throws(CommandError) -> Int {
+    /// `event`: the keyspace event of a non-empty result (an empty one publishes `del`).
+    static func storeEntries(_ call: Call, _ destination: [UInt8], _ entries: [SortedEntry], event: String) throws(CommandError) -> Int {
         let stored = try call.writeNew(destination, .zset) { (new: inout NewCollection) throws(CommandError) in
             try SortedSetEntries.putNew(&new, entries)
         }
+        if stored.size > 0 { call.notify(.zset, event, destination) }
         return Int(stored.size)
     }
 }

@@ -61,8 +61,10 @@ enum StreamCommands {
             change.meta.stream = counters
             change.put(.member, id.bytes, StreamEntry.encode(node: node, call.argv[fieldsAt...]))
             change.meta.size += 1
-            _ = try options.apply(call, &change, added: (id, node))
+            let trimmed = try options.apply(call, &change, added: (id, node))
             try call.commit(change)
+            call.notify(.stream, "xadd", call[1])
+            if trimmed > 0 { call.notify(.stream, "xtrim", call[1]) }
             return id
         }
         guard let added else {
@@ -113,7 +115,10 @@ enum StreamCommands {
                 if id > change.meta.stream.maxDeletedID { change.meta.stream.maxDeletedID = id }
                 n += 1
             }
-            if n > 0 { try call.commit(change) }
+            if n > 0 {
+                try call.commit(change)
+                call.notify(.stream, "xdel", call[1])
+            }
             return n
         }
         out.integer(deleted)
@@ -124,7 +129,10 @@ enum StreamCommands {
             guard var change = try call.existing(call[1], .stream) else { return 0 }
             let options = try StreamTrim(call, xadd: false)
             let n = try options.apply(call, &change)
-            if n > 0 { try call.commit(change) }
+            if n > 0 {
+                try call.commit(change)
+                call.notify(.stream, "xtrim", call[1])
+            }
             return n
         }
         out.integer(deleted)
@@ -166,6 +174,7 @@ enum StreamCommands {
             if maxDeleted != .zero { change.meta.stream.maxDeletedID = maxDeleted }
             change.rewritesMetadata = true
             try call.commit(change)
+            call.notify(.stream, "xsetid", call[1])
         }
         out.simpleString("OK")
     }

@@ -30,6 +30,7 @@ enum StreamGroupCommands {
                 for c in try call.consumers(change.meta, of: change.key, group: name) { change.deleteConsumer(group: name, c.name) }
                 change.delete(.group, name)
                 try call.commit(change)
+                call.notify(.stream, "xgroup-destroy", change.key)
                 return true
             }
             out.integer(destroyed ? 1 : 0)
@@ -39,6 +40,7 @@ enum StreamGroupCommands {
                 if try call.consumerExists(change, group: call[3], call[4]) { return false }
                 change.putConsumer(group: call[3], call[4], seen: call.now)
                 try call.commit(change)
+                call.notify(.stream, "xgroup-createconsumer", change.key)
                 return true
             }
             out.integer(created ? 1 : 0)
@@ -55,6 +57,7 @@ enum StreamGroupCommands {
                 for id in owned { change.deletePending(group: group, id) }
                 change.deleteConsumer(group: group, consumer)
                 try call.commit(change)
+                call.notify(.stream, "xgroup-delconsumer", change.key)
                 return owned.count
             }
             out.integer(pending)
@@ -130,6 +133,7 @@ enum StreamGroupCommands {
             if try call.group(change, call[3]) != nil { return false }
             change.putGroup(StreamGroup(name: call[3], lastID: id, entriesRead: read))
             try call.commit(change)
+            call.notify(.stream, "xgroup-create", call[2])
             return true
         }
         guard created else { throw CommandError("BUSYGROUP", "Consumer Group name already exists") }
@@ -152,6 +156,7 @@ enum StreamGroupCommands {
             group.entriesRead = read
             change.putGroup(group)
             try call.commit(change)
+            call.notify(.stream, "xgroup-setid", change.key)
         }
         out.simpleString("OK")
     }
@@ -299,7 +304,7 @@ enum StreamGroupCommands {
             if deliveryTime == -1 || deliveryTime < 0 || deliveryTime > call.now { deliveryTime = call.now }
             let consumer = call[3]
             var claimed: [StreamEntry] = []
-            var consumerSeen = false
+            var consumerSeen = false, createdConsumer = false
             for id in ids {
                 var nack = try call.pending(change, group: group.name, id)
                 guard let entry = try call.entry(change.meta, of: change.key, id) else {
@@ -314,6 +319,7 @@ enum StreamGroupCommands {
                 guard var p = nack else { continue }
                 if !created && minIdle > 0 && call.now - p.deliveryTime < minIdle { continue }
                 if !consumerSeen {
+                    createdConsumer = try !call.consumerExists(change, group: group.name, consumer)
                     change.putConsumer(group: group.name, consumer, seen: call.now)
                     consumerSeen = true
                 }
@@ -328,6 +334,7 @@ enum StreamGroupCommands {
                 claimed.append(entry)
             }
             try call.commit(change)
+            if createdConsumer { call.notify(.stream, "xgroup-createconsumer", change.key) }
             out.arrayHeader(claimed.count)
             for e in claimed {
                 if justID { out.bulk(e.id.text) } else { e.write(to: &out) }
@@ -361,7 +368,7 @@ enum StreamGroupCommands {
             var claimed: [(StreamID, [[UInt8]])] = []
             var deleted: [StreamID] = []
             var next = StreamID.zero
-            var consumerSeen = false
+            var consumerSeen = false, createdConsumer = false
             let consumer = call[3]
             var candidates: [PendingEntry] = []
             // The pending entries from `start`: one more than the attempts, for the cursor.
@@ -382,6 +389,7 @@ enum StreamGroupCommands {
                 }
                 if minIdle > 0 && call.now - p.deliveryTime < minIdle { continue }
                 if !consumerSeen {
+                    createdConsumer = try !call.consumerExists(change, group: group.name, consumer)
                     change.putConsumer(group: group.name, consumer, seen: call.now)
                     consumerSeen = true
                 }
@@ -394,6 +402,7 @@ enum StreamGroupCommands {
             }
             if index < candidates.count { next = candidates[index].id }
             try call.commit(change)
+            if createdConsumer { call.notify(.stream, "xgroup-createconsumer", change.key) }
             out.arrayHeader(3)
             out.bulk(next.text)
             out.arrayHeader(claimed.count)

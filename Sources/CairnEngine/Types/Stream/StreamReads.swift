@@ -134,7 +134,11 @@ enum StreamReads {
                     if retrying && error == .wrongType { continue }
                     throw error
                 }
-                guard let meta, meta.size > 0, let start = id.next else { continue }
+                guard let meta else {
+                    if !retrying { call.missedAgain(key) }
+                    continue
+                }
+                guard meta.size > 0, let start = id.next else { continue }
                 let entries = try call.entries(meta, of: key, from: start, to: .max, count: count)
                 if !entries.isEmpty { served.append((key, entries)) }
             }
@@ -182,6 +186,7 @@ enum StreamReads {
                     guard var change = try call.existing(key, .stream), var group = try call.group(change, groupName) else {
                         throw noGroup(key, groupName)
                     }
+                    let createdConsumer = try !call.consumerExists(change, group: groupName, consumer)
                     change.putConsumer(group: groupName, consumer, seen: call.now)
                     let servedBefore = served.count
                     if let after {
@@ -206,7 +211,10 @@ enum StreamReads {
                     }
                     // A retry that serves nothing writes nothing: its write would wake this
                     // waiter again, for ever (the consumer was recorded by the first try).
-                    if served.count > servedBefore || !retrying { try call.commit(change) }
+                    if served.count > servedBefore || !retrying {
+                        try call.commit(change)
+                        if createdConsumer { call.notify(.stream, "xgroup-createconsumer", key) }
+                    }
                 }
                 guard !served.isEmpty else { return false }
                 if out.version == .v3 { out.mapHeader(served.count) } else { out.arrayHeader(served.count) }

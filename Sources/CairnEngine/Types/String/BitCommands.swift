@@ -35,6 +35,7 @@ enum BitCommands {
                 let mask = UInt8(0x80) >> UInt8(offset % 8)
                 if on { value[offset / 8] |= mask } else { value[offset / 8] &= ~mask }
                 try call.write(call[1], value, expiresAt: stored?.expiresAt)
+                call.notify(.string, "setbit", call[1])
                 return previous
             }
             out.integer(old)
@@ -193,7 +194,10 @@ enum BitCommands {
             for key in sources { values.append(try call.read(key)?.payload ?? []) }
             let length = values.map(\.count).max() ?? 0
             guard length > 0 else {
-                try call.remove(destination)
+                if try call.exists(destination) {
+                    try call.remove(destination)
+                    call.notify(.generic, "del", destination)
+                }
                 return 0
             }
             var result = [UInt8](repeating: 0, count: length)
@@ -216,6 +220,7 @@ enum BitCommands {
                 }
             }
             try call.write(destination, result)
+            call.notify(.string, "set", destination)
             return length
         }
         out.integer(length)
@@ -292,6 +297,7 @@ enum BitCommands {
                 Bytes.zeroExtend(&value, to: needed)
             }
             var replies: [Int64?] = []
+            var changes = 0
             for op in ops {
                 let old = read(value, op)
                 switch op.kind {
@@ -308,10 +314,12 @@ enum BitCommands {
                         continue
                     }
                     write(&value, op, new)
+                    changes += 1
                     replies.append(op.kind == .incrby ? new : old)
                 }
             }
             try call.write(call[1], value, expiresAt: stored?.expiresAt)
+            if changes > 0 { call.notify(.string, "setbit", call[1]) }
             return replies
         }
         out.arrayHeader(replies.count)

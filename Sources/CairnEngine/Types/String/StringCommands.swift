@@ -25,6 +25,7 @@ enum StringCommands {
             let created = try call.locked(call[1]) { () throws(CommandError) -> Bool in
                 if try call.exists(call[1]) { return false }
                 try call.write(call[1], call[2])
+                call.notify(.string, "set", call[1])
                 return true
             }
             out.integer(created ? 1 : 0)
@@ -32,17 +33,20 @@ enum StringCommands {
         Command("setex") { call, out throws(CommandError) in
             let at = try call.expiry(call.integer(2), .seconds, absolute: false)
             try call.locked(call[1]) { () throws(CommandError) in try call.write(call[1], call[3], expiresAt: at) }
+            call.notifySetWithExpiry(call[1])
             out.simpleString("OK")
         },
         Command("psetex") { call, out throws(CommandError) in
             let at = try call.expiry(call.integer(2), .milliseconds, absolute: false)
             try call.locked(call[1]) { () throws(CommandError) in try call.write(call[1], call[3], expiresAt: at) }
+            call.notifySetWithExpiry(call[1])
             out.simpleString("OK")
         },
         Command("getset") { call, out throws(CommandError) in
             let old = try call.locked(call[1]) { () throws(CommandError) -> StoredValue? in
                 let old = try call.read(call[1])
                 try call.write(call[1], call[2])
+                call.notify(.string, "set", call[1])
                 return old
             }
             if let old { out.bulk(old.payload) } else { out.null() }
@@ -50,7 +54,10 @@ enum StringCommands {
         Command("getdel") { call, out throws(CommandError) in
             let old = try call.locked(call[1]) { () throws(CommandError) -> StoredValue? in
                 let old = try call.read(call[1])
-                if old != nil { try call.remove(call[1]) }
+                if old != nil {
+                    try call.remove(call[1])
+                    call.notify(.generic, "del", call[1])
+                }
                 return old
             }
             if let old { out.bulk(old.payload) } else { out.null() }
@@ -66,7 +73,18 @@ enum StringCommands {
         Command("mset") { call, out throws(CommandError) in
             guard call.count % 2 == 1 else { throw .arity(call.name) }
             let pairs = stride(from: 1, to: call.count, by: 2).map { (call[$0], call[$0 + 1]) }
-            try call.locked(pairs.map(\.0)) { () throws(CommandError) in try call.writeBatch(pairs) }
+            try call.locked(pairs.map(\.0)) { () throws(CommandError) in
+                // Recorded before the write (published after it), in Redis's order: per key, the
+                // lookup (`expired`), then `new` and `set`; taken back if the write fails.
+                let mark = call.eventsRecorded
+                call.notifySets(pairs.map(\.0))
+                do throws(CommandError) {
+                    try call.writeBatch(pairs)
+                } catch {
+                    call.dropEvents(from: mark)
+                    throw error
+                }
+            }
             out.simpleString("OK")
         }
         .grouped { argv, _ in argv.count % 2 == 1 ? .batched : nil },
@@ -76,6 +94,7 @@ enum StringCommands {
             let done = try call.locked(pairs.map(\.0)) { () throws(CommandError) -> Bool in
                 for (k, _) in pairs where try call.exists(k) { return false }
                 try call.writeBatch(pairs)
+                call.notifySets(pairs.map(\.0), created: Set(pairs.map(\.0)))
                 return true
             }
             out.integer(done ? 1 : 0)
@@ -103,6 +122,7 @@ enum StringCommands {
                         let value = (old?.payload ?? []) + tail
                         try call.checkSize(value.count)
                         try call.write(key, value, expiresAt: old?.expiresAt)
+                        call.notify(.string, "append", key)
                         return value.count
                     }
                     length += count
@@ -113,9 +133,11 @@ enum StringCommands {
                 try call.checkSize(length)
                 let options = engine.writeOptions
                 let operand = MergeKind.append.operand(tail)
+                if known == nil { call.notifyIfNew(key) }
                 try engine.storage("APPEND") { try call.database.merge(key, operand, in: family.handle, options: options) }
                 engine.locks.changed(key, in: family)
                 engine.appendLengths.remember(key, in: family, version: engine.locks.heldVersion(stripe), length: length)
+                call.notify(.string, "append", key)
                 return length
             }
             out.integer(length)
@@ -152,6 +174,7 @@ enum StringCommands {
                 guard result.isFinite else { throw CommandError("ERR", "increment would produce NaN or Infinity") }
                 let text = LongDoubles.human(result)
                 try call.write(call[1], Array(text.utf8), expiresAt: old?.expiresAt)
+                call.notify(.string, "incrbyfloat", call[1])
                 return text
             }
             out.bulk(text)
@@ -175,6 +198,7 @@ enum StringCommands {
             let old = try call.read(call[1])
             let next = try Counter.increment(old?.payload, expiresAt: old?.expiresAt, by: delta).get()
             try call.write(call[1], next.payload, expiresAt: next.expiresAt)
+            call.notify(.string, "incrby", call[1])
             return next.value
         }
     }
@@ -211,11 +235,15 @@ enum StringCommands {
             if get, let old, old.type != .string { throw .wrongType }
             if (nx && old != nil) || (xx && old == nil) { return (false, old) }
             let at = keepTTL ? old?.expiresAt : expiresAt
-            if let at, at <= call.now {
+            if let at, at <= call.now, call.engine.activeEventClasses == 0 {
+                // Redis sets the key and its (past) expiry: gone at once here, unless keyspace
+                // events are on, whose `expired` comes when a read or the sweep finds it.
                 try call.remove(key)
             } else {
                 try call.write(key, call[2], expiresAt: at)
             }
+            call.notify(.string, "set", key)
+            if expiresAt != nil { call.notify(.generic, "expire", key) }
             return (true, old)
         }
         if get {
@@ -266,9 +294,19 @@ enum StringCommands {
             }
             switch change {
             case .none: break
-            case .persist: if old.expiresAt != nil { try call.write(key, old.payload) }
+            case .persist:
+                if old.expiresAt != nil {
+                    try call.write(key, old.payload)
+                    call.notify(.generic, "persist", key)
+                }
             case .at(let at):
-                if at <= call.now { try call.remove(key) } else { try call.write(key, old.payload, expiresAt: at) }
+                if at <= call.now {
+                    try call.remove(key)
+                    call.notify(.generic, "del", key)
+                } else {
+                    try call.write(key, old.payload, expiresAt: at)
+                    call.notify(.generic, "expire", key)
+                }
             }
             return old
         }
@@ -306,6 +344,7 @@ enum StringCommands {
             Bytes.zeroExtend(&value, to: Int(end))
             value.replaceSubrange(Int(offset)..<Int(end), with: patch)
             try call.write(call[1], value, expiresAt: old?.expiresAt)
+            call.notify(.string, "setrange", call[1])
             return value.count
         }
         out.integer(length)
@@ -313,6 +352,38 @@ enum StringCommands {
 }
 
 extension Call {
+    /// MSET's events, before its write: per key its lookup (which publishes `expired` for an
+    /// expired key), `new` when the key holds nothing (the first time only), then `set`.
+    func notifySets(_ keys: [[UInt8]]) {
+        let on = engine.activeEventClasses
+        guard on != 0 else { return }
+        let looksUp = on & (KeyspaceEvents.Classes.new.rawValue | KeyspaceEvents.Classes.expired.rawValue) != 0
+        var created = Set<[UInt8]>()
+        for k in keys {
+            if looksUp, !created.contains(k), (try? exists(k)) == false {
+                created.insert(k)
+                notify(.new, "new", k)
+            }
+            notify(.string, "set", k)
+        }
+    }
+
+    /// After MSETNX's write: per key, `new` when it created it (the first time only), then `set`.
+    func notifySets(_ keys: [[UInt8]], created: Set<[UInt8]>) {
+        guard engine.activeEventClasses != 0 else { return }
+        var created = created
+        for k in keys {
+            if created.remove(k) != nil { notify(.new, "new", k) }
+            notify(.string, "set", k)
+        }
+    }
+
+    /// SETEX and PSETEX: `set`, then `expire`, as Redis publishes them.
+    func notifySetWithExpiry(_ key: [UInt8]) {
+        notify(.string, "set", key)
+        notify(.generic, "expire", key)
+    }
+
     /// Refuses values larger than `proto-max-bulk-len` (as Redis does for APPEND and SETRANGE)
     /// or `max-value-size`.
     func checkSize(_ count: Int) throws(CommandError) {
