@@ -17,8 +17,10 @@
 /// Redis's (Redis also closes a node at `stream-node-max-bytes`, 4 KB; Cairn counts entries
 /// only), the payload follows Cairn's; Redis accepts nodes of any size. Cairn keeps no deleted
 /// entries, so a node holds only live ones, its first live entry as master, and its deleted
-/// count 0. Listpacks are written uncompressed (Redis LZF-compresses strings over 20 bytes;
-/// both read either).
+/// count 0. Listpacks are written uncompressed: Redis LZF-compresses strings over 20 bytes, but
+/// its compressor starts from an uninitialised hash table (lzfP.h: `INIT_HTAB 0`), so its
+/// compressed bytes are not a function of the input alone and cannot be matched; both read
+/// either.
 /// https://github.com/redis/redis/blob/7.0/src/rdb.c (rdbSaveObject, rdbSaveStreamPEL,
 /// rdbSaveStreamConsumers)
 enum StreamDump {
