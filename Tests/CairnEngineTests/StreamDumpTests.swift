@@ -86,6 +86,20 @@ import Testing
         #expect(pending[0].deliveryTime == consumers[0].seen)
     }
 
+    @Test func redis72PayloadDecodes() throws {
+        // STREAM_LISTPACKS_3: a consumer's active time follows its seen time.
+        var body = Array(Self.redisStreamWithGroup.dropLast(10))
+        body[0] = 21
+        let name = try #require((0..<(body.count - 3)).first { body[$0..<($0 + 3)] == [2, 97, 108] })
+        body.insert(contentsOf: [9, 9, 9, 9, 0, 0, 0, 0], at: name + 3 + 8)
+        var w = DumpWriter()
+        for b in body { w.byte(b) }
+        let got = try Self.decode(w.finish())
+        #expect(got.entries.count == 2 && got.groups.count == 1)
+        #expect(got.groups[0].1.map { $0.name } == [Self.bytes("al")] && got.groups[0].2.count == 1)
+        #expect(got.groups[0].1[0].seen == got.groups[0].2[0].deliveryTime)
+    }
+
     @Test func writerGivesRedisBytes() {
         var w = StreamDumpWriter()
         w.entry(StreamID(ms: 5, seq: 1), node: 1, fields: ["a", "1", "b", "hello"].map(Self.bytes))
@@ -150,5 +164,10 @@ import Testing
         wrongCount[27] = 3
         var sink = Collected()
         #expect(throws: RDBReader.Malformed.self) { try DumpPayload.decode(payload(wrongCount), into: &sink) }
+        // Entries added (3) below the stream's length.
+        var fewerAdded = Array(Self.redisStream.dropLast(10))
+        #expect(fewerAdded[92] == 3 && fewerAdded[99] == 3)
+        fewerAdded[99] = 2
+        #expect(throws: RDBReader.Malformed.self) { try DumpPayload.decode(payload(fewerAdded), into: &sink) }
     }
 }

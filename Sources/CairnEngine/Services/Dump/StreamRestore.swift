@@ -6,8 +6,9 @@
 /// Checked as Redis's loader checks, and where Cairn's layout needs it more: every listpack
 /// well formed and not empty, its master entry and entries complete, each entry's lp-count
 /// right, the live and deleted counts the master entry claims, IDs rising, the stream's length
-/// the number of live entries, its last ID not below them, group and consumer names unique,
-/// every pending entry listed once and owned by exactly one consumer. Anything else throws
+/// the number of live entries, its last ID not below them, entries added not below the length,
+/// a group's entries read not above entries added, group and consumer names unique, every
+/// pending entry listed once and owned by exactly one consumer. Anything else throws
 /// `Malformed` (`ERR Bad data format`).
 /// https://github.com/redis/redis/blob/7.0/src/rdb.c (rdbLoadObject, the stream branch)
 enum StreamRestore {
@@ -72,7 +73,10 @@ enum StreamRestore {
             counters.maxDeletedID = try id(&r)
             counters.entriesAdded = try plain(&r)
         }
-        guard previous.map({ $0 <= counters.lastID }) ?? true, counters.entriesAdded >= live else { throw RDBReader.Malformed() }
+        // Later Redis refuses these too ("Stream entries_added inconsistent with length"); the lag
+        // arithmetic (StreamLag) takes the counter as a signed 64-bit number.
+        guard previous.map({ $0 <= counters.lastID }) ?? true, counters.entriesAdded >= live,
+              counters.entriesAdded <= UInt64(Int64.max) else { throw RDBReader.Malformed() }
         let lag = StreamLag(counters: counters, length: live, firstID: first ?? .zero)
         let groups = try r.count()
         var names = Set<[UInt8]>()
@@ -82,6 +86,9 @@ enum StreamRestore {
             let lastID = try id(&r)
             // Redis 5 and 6 kept no read counter: estimated as Redis 7.0 estimates it on load.
             let entriesRead = try type == .streamListpacks ? lag.entriesRead(at: lastID) : Int64(bitPattern: plain(&r))
+            guard entriesRead == StreamLag.unknown || (entriesRead >= 0 && UInt64(entriesRead) <= counters.entriesAdded) else {
+                throw RDBReader.Malformed()
+            }
             var deliveries: [StreamID: (time: Int64, count: UInt64)] = [:]
             for _ in try 0..<r.count() {
                 let pending = StreamID(bytes: try r.take(16))
