@@ -31,10 +31,9 @@ enum DumpCommands {
             w.string(entry.payload)
             return w.finish()
         }
-        if meta.type == .stream { return try StreamDump.payload(call, of: key, meta) }
         var w: DumpWriter
         switch meta.type {
-        case .stream: return []  // written above
+        case .stream: return try StreamDump.payload(call, of: key, meta)
         case .hash: w = DumpWriter(.hash)
         case .set: w = DumpWriter(.set)
         case .zset: w = DumpWriter(.zset2)
