@@ -233,3 +233,27 @@ def test_migrate_moves_a_stream_to_redis(servers, pair):
     assert c.call("MIGRATE", "127.0.0.1", str(servers[1].port), "s", "0", "5000") == "OK"
     assert c.call("EXISTS", "s") == 0
     assert view(r, "s") == before
+
+
+def test_restore_wakes_a_blocked_xread(servers, pair):
+    """RESTORE creating a stream serves a client blocked on it, on both servers."""
+    import threading
+
+    c, r = pair
+    r.call("XADD", "src", "5-1", "a", "1")
+    payload = r.call("DUMP", "src")
+    for server in servers:
+        reader, writer = Raw(server.port), Raw(server.port)
+        got = {}
+        t = threading.Thread(target=lambda: got.setdefault("v", reader.call("XREAD", "BLOCK", "5000", "STREAMS", "dst", "$")))
+        t.start()
+        for _ in range(100):  # until the reader is blocked
+            clients = writer.call("CLIENT", "LIST")
+            if b"cmd=xread" in clients:
+                break
+            threading.Event().wait(0.02)
+        assert restore(writer, "dst", payload) == "OK"
+        t.join()
+        assert got["v"] == [[b"dst", [[b"5-1", [b"a", b"1"]]]]]
+        for conn in (reader, writer):
+            conn.close()
