@@ -4,8 +4,9 @@ import RESP
 /// Cairn and Redis servers (and MIGRATE, `cairn-cli migrate`).
 /// https://redis.io/docs/latest/commands/dump/, https://redis.io/docs/latest/commands/restore/
 ///
-/// DUMP writes the plain RDB encodings (`DumpWriter`); RESTORE reads every encoding Redis 7.0's
-/// DUMP produces (`DumpPayload.decode`). Cairn keeps no access clock or counter per key, so
+/// DUMP writes the plain RDB encodings (`DumpWriter`), a stream as Redis 7.0 writes it
+/// (`StreamDump`); RESTORE reads every encoding Redis 7.0's DUMP produces (`DumpPayload.decode`,
+/// `StreamRestore`). Cairn keeps no access clock or counter per key, so
 /// RESTORE checks IDLETIME and FREQ as Redis does and then ignores them.
 enum DumpCommands {
     static let all: [Command] = [
@@ -32,8 +33,7 @@ enum DumpCommands {
         }
         var w: DumpWriter
         switch meta.type {
-        case .stream:
-            throw CommandError("ERR", "DUMP of a stream is not supported yet; copy it with XRANGE and XADD")
+        case .stream: return try StreamDump.payload(call, of: key, meta)
         case .hash: w = DumpWriter(.hash)
         case .set: w = DumpWriter(.set)
         case .zset: w = DumpWriter(.zset2)
@@ -163,5 +163,26 @@ struct RestoreSink: RDBSink {
         guard change != nil else { throw RDBReader.Malformed() }
         try firstTime(member)
         SortedSetEntries.put(&change!, member, score == 0 ? 0 : score, old: nil)
+    }
+
+    mutating func streamEntry(_ id: StreamID, node: UInt64, fields: [[UInt8]]) throws(RDBReader.Malformed) {
+        guard change?.meta.type == .stream else { throw RDBReader.Malformed() }
+        change!.put(.member, id.bytes, StreamEntry.encode(node: node, fields))
+        change!.meta.size += 1
+    }
+
+    mutating func streamGroup(_ group: StreamGroup, consumers: [(name: [UInt8], seen: Int64)],
+                              pending: [PendingEntry]) throws(RDBReader.Malformed) {
+        guard change?.meta.type == .stream else { throw RDBReader.Malformed() }
+        change!.putGroup(group)
+        for c in consumers { change!.putConsumer(group: group.name, c.name, seen: c.seen) }
+        for p in pending { change!.putPending(group: group.name, p) }
+    }
+
+    mutating func streamCounters(_ counters: StreamCounters) throws(RDBReader.Malformed) {
+        guard change?.meta.type == .stream else { throw RDBReader.Malformed() }
+        change!.meta.stream = counters
+        // An empty stream with no group has no member to write; its metadata is the stream.
+        change!.rewritesMetadata = true
     }
 }

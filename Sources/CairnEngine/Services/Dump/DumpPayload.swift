@@ -11,6 +11,9 @@ enum DumpPayload {
     enum RDBType: UInt8 {
         case string = 0, list = 1, set = 2, zset = 3, hash = 4, zset2 = 5
         case setIntset = 11, hashListpack = 16, zsetListpack = 17, listQuicklist2 = 18
+        /// Streams: Redis 5 and 6's, Redis 7.0's (first ID, max deleted ID, entries added, groups'
+        /// entries read), and Redis 7.2's (consumers' active time too).
+        case streamListpacks = 15, streamListpacks2 = 19, streamListpacks3 = 21
     }
 
     /// True when the footer's version is one Cairn reads and its CRC matches. Redis checks
@@ -27,8 +30,9 @@ enum DumpPayload {
 
     /// Decodes an intact payload (see `isIntact`) into `sink`, piece by piece, so a big
     /// collection is not held twice. Throws `Malformed` for anything Cairn cannot read: a
-    /// corrupt body, an empty or duplicate-member collection, a NaN score, or a type Cairn
-    /// does not have (streams, modules) or that Redis 7.0 no longer writes (ziplists).
+    /// corrupt body, an empty or duplicate-member collection, a NaN score, an inconsistent
+    /// stream (`StreamRestore`), or a type Cairn does not have (modules) or that Redis 7.0 no
+    /// longer writes (ziplists).
     static func decode<Sink: RDBSink>(_ payload: [UInt8], into sink: inout Sink) throws(RDBReader.Malformed) {
         var r = RDBReader(payload, end: payload.count - 10)
         guard let type = RDBType(rawValue: try r.byte()) else { throw RDBReader.Malformed() }
@@ -95,6 +99,8 @@ enum DumpPayload {
             guard !entries.isEmpty, entries.count % 2 == 0 else { throw RDBReader.Malformed() }
             try sink.begin(.hash)
             for i in stride(from: 0, to: entries.count, by: 2) { try sink.field(entries[i], entries[i + 1]) }
+        case .streamListpacks, .streamListpacks2, .streamListpacks3:
+            try StreamRestore.decode(&r, type, into: &sink)
         }
         guard r.atEnd else { throw RDBReader.Malformed() }
     }
@@ -109,11 +115,35 @@ protocol RDBSink {
     mutating func element(_ value: [UInt8]) throws(RDBReader.Malformed)
     mutating func field(_ name: [UInt8], _ value: [UInt8]) throws(RDBReader.Malformed)
     mutating func scored(_ member: [UInt8], _ score: Double) throws(RDBReader.Malformed)
+    /// A stream's live entry, in ID order, with the node (listpack) it came in, numbered from 1.
+    mutating func streamEntry(_ id: StreamID, node: UInt64, fields: [[UInt8]]) throws(RDBReader.Malformed)
+    /// A consumer group, then its consumers and its pending entries.
+    mutating func streamGroup(_ group: StreamGroup, consumers: [(name: [UInt8], seen: Int64)],
+                              pending: [PendingEntry]) throws(RDBReader.Malformed)
+    /// The stream's counters, last.
+    mutating func streamCounters(_ counters: StreamCounters) throws(RDBReader.Malformed)
+}
+
+/// A sink that takes no streams refuses them.
+extension RDBSink {
+    mutating func streamEntry(_ id: StreamID, node: UInt64, fields: [[UInt8]]) throws(RDBReader.Malformed) {
+        throw RDBReader.Malformed()
+    }
+
+    mutating func streamGroup(_ group: StreamGroup, consumers: [(name: [UInt8], seen: Int64)],
+                              pending: [PendingEntry]) throws(RDBReader.Malformed) {
+        throw RDBReader.Malformed()
+    }
+
+    mutating func streamCounters(_ counters: StreamCounters) throws(RDBReader.Malformed) {
+        throw RDBReader.Malformed()
+    }
 }
 
 /// Writes a DUMP payload in the plain RDB encodings every Redis since 2.x reads: a string as
 /// raw bytes, a list as RDB_TYPE_LIST, a set as RDB_TYPE_SET, a sorted set as ZSET_2 (binary
 /// doubles), a hash as RDB_TYPE_HASH. The receiving Redis picks its own in-memory encoding.
+/// A stream has only its listpack encoding (`StreamDump`).
 struct DumpWriter {
     private(set) var bytes: [UInt8] = []
 
@@ -125,6 +155,11 @@ struct DumpWriter {
     mutating func byte(_ b: UInt8) { bytes.append(b) }
 
     mutating func length(_ n: Int) {
+        length(UInt64(n))
+    }
+
+    /// `rdbSaveLen`: 6 bits, 14 bits, or 0x80 and 32 bits or 0x81 and 64 bits big-endian.
+    mutating func length(_ n: UInt64) {
         switch n {
         case ..<64: bytes.append(UInt8(n))
         case ..<16384: bytes += [0x40 | UInt8(n >> 8), UInt8(truncatingIfNeeded: n)]
@@ -133,7 +168,7 @@ struct DumpWriter {
             BigEndian.append(UInt32(n), to: &bytes)
         default:
             bytes.append(0x81)
-            BigEndian.append(UInt64(n), to: &bytes)
+            BigEndian.append(n, to: &bytes)
         }
     }
 
