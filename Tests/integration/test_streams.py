@@ -405,3 +405,48 @@ def test_streams_and_groups_replicate_and_wake_readers_on_the_replica():
     finally:
         primary.cleanup()
         replica.cleanup()
+
+
+def test_a_demoted_primary_ends_blocked_writes_and_keeps_blocked_reads():
+    """REPLICAOF on a primary with clients blocked: BLPOP and XREADGROUP (writes) end at once
+    with Redis's UNBLOCKED error; XREAD BLOCK (a read) waits on and is served by the new
+    primary's XADD once replicated."""
+    from test_replication import follow
+    old, new = Cairnd(), Cairnd()
+    try:
+        c = old.client()
+        c.xgroup_create("s", "g", id="$", mkstream=True)
+        results = {}
+
+        def blocked(name, call):
+            try:
+                results[name] = call(redis.Redis(host="127.0.0.1", port=old.port, socket_timeout=30))
+            except redis.ResponseError as e:
+                results[name] = e
+
+        threads = [threading.Thread(target=blocked, args=args) for args in [
+            ("blpop", lambda r: r.blpop("list", 20)),
+            ("xreadgroup", lambda r: r.xreadgroup("g", "c", {"s": ">"}, block=20000)),
+            ("xread", lambda r: r.xread({"s": "$"}, block=20000)),
+        ]]
+        for t in threads:
+            t.start()
+        deadline = time.time() + 10
+        while c.info("clients")["blocked_clients"] < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        assert c.info("clients")["blocked_clients"] == 3
+        new.client().xgroup_create("s", "g", id="$", mkstream=True)
+        follow(old, new)
+        threads[0].join(5)
+        threads[1].join(5)
+        for name in ("blpop", "xreadgroup"):
+            assert isinstance(results.get(name), redis.ResponseError), results
+            assert "UNBLOCKED force unblock from blocking operation, instance state changed" in str(results[name])
+        assert threads[2].is_alive()
+        time.sleep(1)  # the full sync from the new primary
+        new.client().xadd("s", {"from": "new"}, id="5-0")
+        threads[2].join(10)
+        assert results["xread"] == [[b"s", [(b"5-0", {b"from": b"new"})]]]
+    finally:
+        old.cleanup()
+        new.cleanup()

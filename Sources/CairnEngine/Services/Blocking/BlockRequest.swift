@@ -11,6 +11,9 @@ public final class BlockRequest: @unchecked Sendable {
     let argv: [[UInt8]]
     let name: String
     let keys: [[UInt8]]
+    /// Whether the command writes (BLPOP, XREADGROUP): on a node that became a replica its wait
+    /// ends with an error instead of writing there (`Engine.retryBlocked`).
+    let writes: Bool
     /// How long to wait in milliseconds; 0 waits until served, unblocked or disconnected.
     public let timeoutMilliseconds: Int64
     /// Tries the pop; writes the reply and returns true when it served the client.
@@ -28,6 +31,7 @@ public final class BlockRequest: @unchecked Sendable {
         self.argv = call.argv
         self.name = call.name
         self.keys = keys
+        self.writes = call.engine.table.find(call.name)?.flags.contains(.write) ?? false
         self.timeoutMilliseconds = timeoutMilliseconds
         self.attempt = attempt
         self.empty = empty
@@ -85,7 +89,12 @@ extension Engine {
         while true {
             let call = Call(engine: self, session: session, argv: request.argv, name: request.name)
             var served: Bool
-            do {
+            do throws(CommandError) {
+                // Demoted while it waited: a replica writes only what its primary sends, so the
+                // wait ends as Redis ends it (a read, XREAD, waits on for replicated entries).
+                if request.writes && replication.isReplica {
+                    throw CommandError("UNBLOCKED", "force unblock from blocking operation, instance state changed (master -> replica?)")
+                }
                 served = try request.attempt(call, &out, true)
             } catch {
                 reply(error, to: &out)

@@ -105,6 +105,25 @@ public final class BlockedClients: Sendable {
         for wake in wakes { wake() }
     }
 
+    /// Wakes every waiter (the node became a replica: those blocked in a write end their wait,
+    /// `Engine.retryBlocked`).
+    func wakeAll() {
+        let wakes: [@Sendable () -> Void] = state.withLock { s in
+            var out: [@Sendable () -> Void] = []
+            for (id, var w) in s.waiters {
+                if w.retrying {
+                    w.signalledAgain = true
+                } else {
+                    w.retrying = true
+                    out.append(w.wake)
+                }
+                s.waiters[id] = w
+            }
+            return out
+        }
+        for wake in wakes { wake() }
+    }
+
     /// CLIENT UNBLOCK: asks client `id`'s connection to end its wait (with the timeout reply,
     /// or the UNBLOCKED error); false when it is not blocked.
     func unblock(_ id: Int64, withError: Bool) -> Bool {

@@ -168,6 +168,8 @@ extension Replication {
             }
         }
         readOnly.store(engine.configuration.replicaReadOnly, ordering: .relaxed)
+        // Clients blocked in a write (BLPOP, XREADGROUP) end their wait now (`retryBlocked`).
+        engine.blocking.wakeAll()
         try? engine.update { (c: inout Configuration) throws(CommandError) in c.replicaof = "\(host) \(port)" }
         // Its first full sync reopens the database keeping the WAL, for its own replicas later.
         walWanted.store(true, ordering: .relaxed)
