@@ -180,3 +180,15 @@ def servers():
     yield cairn, reference
     cairn.cleanup()
     reference.stop()
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=["resp2", "resp3"])
+def pair(request, servers):
+    """Raw connections (every reply as it came) to `servers`' cairnd and redis-server, in RESP2
+    and RESP3: for the tests that compare replies."""
+    from test_geo import Raw
+    cairn, reference = servers
+    c, r = Raw(cairn.port, request.param), Raw(reference.port, request.param)
+    yield c, r
+    c.close()
+    r.close()

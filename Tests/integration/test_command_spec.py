@@ -36,15 +36,6 @@ SUBCOMMANDS_ONLY_IN_CAIRN = {"client|capa", "client|no-touch", "client|setinfo"}
 INFO_FIELDS = ["name", "arity", "flags", "first", "last", "step", "categories", "tips", "key_specs", "subcommands"]
 
 
-@pytest.fixture(scope="module", params=[2, 3], ids=["resp2", "resp3"])
-def pair(request, servers):
-    cairn, reference = servers
-    c, r = Raw(cairn.port, request.param), Raw(reference.port, request.param)
-    yield c, r
-    c.close()
-    r.close()
-
-
 def names(conn):
     return {n.decode() for n in conn.call("COMMAND", "LIST")}
 

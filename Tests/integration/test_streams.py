@@ -139,15 +139,6 @@ SEQUENCES = {
 }
 
 
-@pytest.fixture(scope="module", params=[2, 3], ids=["resp2", "resp3"])
-def pair(request, servers):
-    cairn, reference = servers
-    c, r = Raw(cairn.port, request.param), Raw(reference.port, request.param)
-    yield c, r
-    c.close()
-    r.close()
-
-
 @pytest.mark.parametrize("name", sorted(SEQUENCES))
 def test_replies_equal_redis(pair, name):
     c, r = pair

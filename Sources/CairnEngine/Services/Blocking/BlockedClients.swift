@@ -89,18 +89,7 @@ public final class BlockedClients: Sendable {
 
     private func wake(_ keys: [WaitKey]) {
         let wakes: [@Sendable () -> Void] = state.withLock { s in
-            var out: [@Sendable () -> Void] = []
-            for k in keys {
-                guard let first = s.queues[k]?.first, var w = s.waiters[first] else { continue }
-                if w.retrying {
-                    w.signalledAgain = true
-                } else {
-                    w.retrying = true
-                    out.append(w.wake)
-                }
-                s.waiters[first] = w
-            }
-            return out
+            keys.compactMap { k in s.queues[k]?.first.flatMap { Self.markWoken($0, in: &s) } }
         }
         for wake in wakes { wake() }
     }
@@ -109,19 +98,22 @@ public final class BlockedClients: Sendable {
     /// `Engine.retryBlocked`).
     func wakeAll() {
         let wakes: [@Sendable () -> Void] = state.withLock { s in
-            var out: [@Sendable () -> Void] = []
-            for (id, var w) in s.waiters {
-                if w.retrying {
-                    w.signalledAgain = true
-                } else {
-                    w.retrying = true
-                    out.append(w.wake)
-                }
-                s.waiters[id] = w
-            }
-            return out
+            Array(s.waiters.keys).compactMap { Self.markWoken($0, in: &s) }
         }
         for wake in wakes { wake() }
+    }
+
+    /// Marks waiter `id` woken and returns its wake handler, or nil when it is already
+    /// retrying (then it is remembered as signalled again) or gone.
+    private static func markWoken(_ id: Int64, in s: inout State) -> (@Sendable () -> Void)? {
+        guard var w = s.waiters[id] else { return nil }
+        defer { s.waiters[id] = w }
+        if w.retrying {
+            w.signalledAgain = true
+            return nil
+        }
+        w.retrying = true
+        return w.wake
     }
 
     /// CLIENT UNBLOCK: asks client `id`'s connection to end its wait (with the timeout reply,
