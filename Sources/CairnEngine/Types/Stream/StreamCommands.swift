@@ -18,10 +18,10 @@ enum StreamCommands {
         },
         Command("xrange") { call, out throws(CommandError) in
             try range(call, reverse: false, &out)
-        },
+        }.measuringWork { _, call throws(CommandError) in try rangeWork(call) },
         Command("xrevrange") { call, out throws(CommandError) in
             try range(call, reverse: true, &out)
-        },
+        }.measuringWork { _, call throws(CommandError) in try rangeWork(call) },
         Command("xdel", handler: delete),
         Command("xtrim", handler: trim),
         Command("xsetid", handler: setID),
@@ -72,6 +72,15 @@ enum StreamCommands {
             return
         }
         out.bulk(added.text)
+    }
+
+    /// How many entries an XRANGE may read: its COUNT, or the whole stream. Past the long-work
+    /// threshold it runs off the connection's worker (LongWork.swift), as HGETALL does.
+    static func rangeWork(_ call: Call) throws(CommandError) -> UInt64 {
+        let size = try call.collectionSize(call[1])
+        guard let at = call.argv.indices.dropFirst(4).last(where: { call[$0].isKeyword("COUNT") }), at + 1 < call.count,
+              let n = Bytes.int64(call[at + 1]) else { return size }
+        return min(size, UInt64(max(0, n)))
     }
 
     static let tooSmall = CommandError("ERR", "The ID specified in XADD is equal or smaller than the target stream top item")
