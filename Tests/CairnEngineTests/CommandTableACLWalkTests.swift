@@ -25,6 +25,8 @@ import Testing
         "info", "command", "config", "acl", "time", "lastsave", "role", "latency", "memory|doctor", "memory|stats",
         "memory|malloc-stats", "memory|purge", "memory|help", "object|help", "xgroup|help", "xinfo|help", "slowlog|len", "slowlog|reset", "slowlog|help", "shutdown",
         "wait", "failover", "replconf", "sync", "backup.list", "backup.verify", "backup.purge", "cf.create",
+        // Redis Cluster's commands, which only answer that cluster support is disabled
+        "cluster", "readonly", "readwrite", "asking",
     ]
 
     /// Every command and subcommand of the table, by full name.

@@ -266,3 +266,13 @@ def test_command_help_and_errors_equal_redis(pair):
         if isinstance(want, Error):
             assert isinstance(got, Error) and got.split(" ")[0] == want.split(" ")[0], argv
         assert got == want, argv
+
+
+@pytest.mark.parametrize("command", [["CLUSTER", "INFO"], ["CLUSTER", "HELP"], ["CLUSTER", "KEYSLOT", "k"], ["CLUSTER", "NOPE"],
+                                     ["CLUSTER"], ["READONLY"], ["READWRITE"], ["ASKING"],
+                                     ["ACL", "SETUSER", "clusteruser", "+cluster", "+readonly"], ["ACL", "DELUSER", "clusteruser"]])
+def test_cluster_commands_answer_as_a_standalone_redis(pair, command):
+    """Cairn runs no cluster: CLUSTER, READONLY, READWRITE and ASKING answer as a standalone
+    redis-server does, and ACL rules may name them."""
+    c, r = pair
+    assert c.call(*command) == r.call(*command)

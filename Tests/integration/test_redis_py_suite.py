@@ -8,10 +8,9 @@ test was written, so a reply that regresses fails here. The counts and the most 
 messages are printed (pytest -s shows them).
 
 What fails, by cause (8.1.0, RESP2 and RESP3 alike): commands Cairn does not have (LOLWUT,
-MODULE, SSUBSCRIBE and sharded pub/sub;
-CLIENT TRACKING, TRACKINGINFO, GETREDIR, REPLY); ACL selectors `(...)`
-and the CLUSTER command in ACL rules; databases other than 0 (SELECT, COPY ... DB); OBJECT
-IDLETIME (not tracked); COMMAND LIST's length (redis-py expects more than 300 commands).
+MODULE, SSUBSCRIBE and sharded pub/sub; CLIENT TRACKING, TRACKINGINFO, GETREDIR, REPLY); ACL
+selectors `(...)`; databases other than 0 (SELECT, COPY ... DB); OBJECT IDLETIME (not
+tracked); COMMAND LIST's length (redis-py expects more than 300 commands).
 
 The sdist is pinned: the floors hold for that version's tests, and the subprocess imports the
 sdist's own redis package (the tests are written against it), whatever redis-py is installed.

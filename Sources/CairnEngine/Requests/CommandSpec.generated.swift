@@ -9,6 +9,7 @@ extension CommandSpec {
     static let all: [CommandSpec] =
         bitmap()
         + cairn()
+        + cluster()
         + connection()
         + generic()
         + geo()
@@ -393,6 +394,261 @@ extension CommandSpec {
                         A("none", .pureToken, token: "NONE"),
                     ]),
                 ]
+            ),
+        ]
+    }
+
+    private static func cluster() -> [CommandSpec] {
+        [
+            CommandSpec(
+                "asking", group: "cluster", since: "3.0.0", arity: 1,
+                flags: [.fast], acl: [.fast, .connection],
+                summary: "Marks the next command as a cluster redirect's; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "cluster", group: "cluster", since: "3.0.0", arity: -2,
+                flags: [], acl: [.slow],
+                summary: "A container for the Redis Cluster commands; Cairn runs no cluster, so each answers that cluster support is disabled, as a standalone Redis does."
+            ),
+            CommandSpec(
+                "cluster|addslots", group: "cluster", since: "3.0.0", arity: -3,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER ADDSLOTS; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("slot", .integer, [.multiple]),
+                ]
+            ),
+            CommandSpec(
+                "cluster|addslotsrange", group: "cluster", since: "7.0.0", arity: -4,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER ADDSLOTSRANGE; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("start-slot_end-slot", .block, [.multiple], [
+                        A("start-slot", .integer),
+                        A("end-slot", .integer),
+                    ]),
+                ]
+            ),
+            CommandSpec(
+                "cluster|bumpepoch", group: "cluster", since: "3.0.0", arity: 2,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                tips: ["nondeterministic_output"],
+                summary: "Redis Cluster's CLUSTER BUMPEPOCH; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "cluster|count-failure-reports", group: "cluster", since: "3.0.0", arity: 3,
+                flags: [.admin, .stale], acl: [.admin, .slow, .dangerous],
+                tips: ["nondeterministic_output"],
+                summary: "Redis Cluster's CLUSTER COUNT-FAILURE-REPORTS; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("node-id", .string),
+                ]
+            ),
+            CommandSpec(
+                "cluster|countkeysinslot", group: "cluster", since: "3.0.0", arity: 3,
+                flags: [.stale], acl: [.slow],
+                summary: "Redis Cluster's CLUSTER COUNTKEYSINSLOT; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("slot", .integer),
+                ]
+            ),
+            CommandSpec(
+                "cluster|delslots", group: "cluster", since: "3.0.0", arity: -3,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER DELSLOTS; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("slot", .integer, [.multiple]),
+                ]
+            ),
+            CommandSpec(
+                "cluster|delslotsrange", group: "cluster", since: "7.0.0", arity: -4,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER DELSLOTSRANGE; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("start-slot_end-slot", .block, [.multiple], [
+                        A("start-slot", .integer),
+                        A("end-slot", .integer),
+                    ]),
+                ]
+            ),
+            CommandSpec(
+                "cluster|failover", group: "cluster", since: "3.0.0", arity: -2,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER FAILOVER; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("options", .oneof, [.optional], [
+                        A("force", .pureToken, token: "FORCE"),
+                        A("takeover", .pureToken, token: "TAKEOVER"),
+                    ]),
+                ]
+            ),
+            CommandSpec(
+                "cluster|flushslots", group: "cluster", since: "3.0.0", arity: 2,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER FLUSHSLOTS; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "cluster|forget", group: "cluster", since: "3.0.0", arity: 3,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER FORGET; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("node-id", .string),
+                ]
+            ),
+            CommandSpec(
+                "cluster|getkeysinslot", group: "cluster", since: "3.0.0", arity: 4,
+                flags: [.stale], acl: [.slow],
+                tips: ["nondeterministic_output"],
+                summary: "Redis Cluster's CLUSTER GETKEYSINSLOT; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("slot", .integer),
+                    A("count", .integer),
+                ]
+            ),
+            CommandSpec(
+                "cluster|help", group: "cluster", since: "5.0.0", arity: 2,
+                flags: [.loading, .stale], acl: [.slow],
+                summary: "Redis Cluster's CLUSTER HELP; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "cluster|info", group: "cluster", since: "3.0.0", arity: 2,
+                flags: [.stale], acl: [.slow],
+                tips: ["nondeterministic_output"],
+                summary: "Redis Cluster's CLUSTER INFO; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "cluster|keyslot", group: "cluster", since: "3.0.0", arity: 3,
+                flags: [.stale], acl: [.slow],
+                summary: "Redis Cluster's CLUSTER KEYSLOT; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("key", .string),
+                ]
+            ),
+            CommandSpec(
+                "cluster|links", group: "cluster", since: "7.0.0", arity: 2,
+                flags: [.stale], acl: [.slow],
+                tips: ["nondeterministic_output"],
+                summary: "Redis Cluster's CLUSTER LINKS; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "cluster|meet", group: "cluster", since: "3.0.0", arity: -4,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                history: [
+                    ("4.0.0", "Added the optional `cluster_bus_port` argument."),
+                ],
+                summary: "Redis Cluster's CLUSTER MEET; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("ip", .string),
+                    A("port", .integer),
+                    A("cluster_bus_port", .integer, since: "4.0.0", [.optional]),
+                ]
+            ),
+            CommandSpec(
+                "cluster|myid", group: "cluster", since: "3.0.0", arity: 2,
+                flags: [.stale], acl: [.slow],
+                summary: "Redis Cluster's CLUSTER MYID; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "cluster|nodes", group: "cluster", since: "3.0.0", arity: 2,
+                flags: [.stale], acl: [.slow],
+                tips: ["nondeterministic_output"],
+                summary: "Redis Cluster's CLUSTER NODES; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "cluster|replicas", group: "cluster", since: "5.0.0", arity: 3,
+                flags: [.admin, .stale], acl: [.admin, .slow, .dangerous],
+                tips: ["nondeterministic_output"],
+                summary: "Redis Cluster's CLUSTER REPLICAS; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("node-id", .string),
+                ]
+            ),
+            CommandSpec(
+                "cluster|replicate", group: "cluster", since: "3.0.0", arity: 3,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER REPLICATE; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("node-id", .string),
+                ]
+            ),
+            CommandSpec(
+                "cluster|reset", group: "cluster", since: "3.0.0", arity: -2,
+                flags: [.admin, .noscript, .stale], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER RESET; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("hard_soft", .oneof, [.optional], [
+                        A("hard", .pureToken, token: "HARD"),
+                        A("soft", .pureToken, token: "SOFT"),
+                    ]),
+                ]
+            ),
+            CommandSpec(
+                "cluster|saveconfig", group: "cluster", since: "3.0.0", arity: 2,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER SAVECONFIG; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "cluster|set-config-epoch", group: "cluster", since: "3.0.0", arity: 3,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER SET-CONFIG-EPOCH; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("config-epoch", .integer),
+                ]
+            ),
+            CommandSpec(
+                "cluster|setslot", group: "cluster", since: "3.0.0", arity: -4,
+                flags: [.admin, .stale, .noAsyncLoading], acl: [.admin, .slow, .dangerous],
+                summary: "Redis Cluster's CLUSTER SETSLOT; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("slot", .integer),
+                    A("subcommand", .oneof, [], [
+                        A("node-id", .string, token: "IMPORTING"),
+                        A("node-id", .string, token: "MIGRATING"),
+                        A("node-id", .string, token: "NODE"),
+                        A("stable", .pureToken, token: "STABLE"),
+                    ]),
+                ]
+            ),
+            CommandSpec(
+                "cluster|shards", group: "cluster", since: "7.0.0", arity: 2,
+                flags: [.stale], acl: [.slow],
+                tips: ["nondeterministic_output"],
+                summary: "Redis Cluster's CLUSTER SHARDS; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "cluster|slaves", group: "cluster", since: "3.0.0", arity: 3,
+                flags: [.admin, .stale], acl: [.admin, .slow, .dangerous],
+                tips: ["nondeterministic_output"],
+                docFlags: ["deprecated"],
+                deprecatedSince: "5.0.0",
+                replacedBy: "`CLUSTER REPLICAS`",
+                summary: "Redis Cluster's CLUSTER SLAVES; Cairn runs no cluster (cluster support disabled).",
+                arguments: [
+                    A("node-id", .string),
+                ]
+            ),
+            CommandSpec(
+                "cluster|slots", group: "cluster", since: "3.0.0", arity: 2,
+                flags: [.stale], acl: [.slow],
+                tips: ["nondeterministic_output"],
+                history: [
+                    ("4.0.0", "Added node IDs."),
+                    ("7.0.0", "Added additional networking metadata field."),
+                ],
+                docFlags: ["deprecated"],
+                deprecatedSince: "7.0.0",
+                replacedBy: "`CLUSTER SHARDS`",
+                summary: "Redis Cluster's CLUSTER SLOTS; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "readonly", group: "cluster", since: "3.0.0", arity: 1,
+                flags: [.loading, .stale, .fast], acl: [.fast, .connection],
+                summary: "Enables reads from a cluster replica; Cairn runs no cluster (cluster support disabled)."
+            ),
+            CommandSpec(
+                "readwrite", group: "cluster", since: "3.0.0", arity: 1,
+                flags: [.loading, .stale, .fast], acl: [.fast, .connection],
+                summary: "Disables reads from a cluster replica; Cairn runs no cluster (cluster support disabled)."
             ),
         ]
     }

@@ -98,5 +98,6 @@ public struct CommandTable: Sendable {
         StreamReads.all,
         StreamGroupCommands.all,
         StreamInfo.all,
+        ClusterCommands.all,
     ])
 }
