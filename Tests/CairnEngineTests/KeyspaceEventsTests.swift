@@ -67,7 +67,7 @@ import Testing
                 let event = String(decoding: channel.dropFirst("__keyevent@0__:".utf8.count), as: UTF8.self)
                 received.pairs.withLock { $0.append((event, String(decoding: key, as: UTF8.self))) }
             }
-            _ = engine.pubsub.add(subscriber, to: Array("__keyevent@0__:*".utf8), pattern: true)
+            _ = engine.pubsub.add(subscriber, to: Array("__keyevent@0__:*".utf8), .pattern)
         }
 
         /// What arrived since the last call.

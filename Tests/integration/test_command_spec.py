@@ -24,13 +24,13 @@ DIFFERENCES = {
     **{f"client|{sub}": {"categories": "an admin command is not in @connection: +@connection does not grant it"}
        for sub in ("kill", "list", "no-evict", "pause", "unblock", "unpause")},
     **{name: {"flags": "no_multi: refused when queued in MULTI (Redis runs it inside EXEC)"}
-       for name in ("subscribe", "unsubscribe", "psubscribe", "punsubscribe", "monitor", "failover", "debug")},
+       for name in ("subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe", "monitor", "failover",
+                    "debug")},
 }
 # Containers whose subcommands differ: Redis 7.0's that Cairn does not have, and Cairn's own
 # or later Redis's that 7.0 does not have. Only the subcommands both have are compared.
 SUBCOMMANDS_ONLY_IN_REDIS = {"client|caching", "client|getredir", "client|help", "client|reply", "client|tracking",
-                             "client|trackinginfo", "latency|graph", "pubsub|shardchannels", "pubsub|shardnumsub",
-                             "script|debug"}
+                             "client|trackinginfo", "latency|graph", "script|debug"}
 SUBCOMMANDS_ONLY_IN_CAIRN = {"client|capa", "client|no-touch", "client|setinfo"}
 
 INFO_FIELDS = ["name", "arity", "flags", "first", "last", "step", "categories", "tips", "key_specs", "subcommands"]

@@ -152,3 +152,35 @@ def test_subscribe_is_refused_inside_multi(r):
     p.execute_command("SUBSCRIBE", "x")
     with pytest.raises(redis.exceptions.ResponseError):
         p.execute()
+
+
+@pytest.mark.skipif(__import__("conftest").REDIS_SERVER is None, reason="redis-server is not installed")
+@pytest.mark.parametrize("protocol", [2, 3], ids=["resp2", "resp3"])
+def test_sharded_pubsub_answers_as_redis(servers, protocol):
+    """SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH and PUBSUB SHARDCHANNELS/SHARDNUMSUB against a real
+    redis-server: the same pushes, counts and messages. Shard channels are their own namespace:
+    PUBLISH and patterns do not reach them, SPUBLISH reaches only them."""
+    from test_geo import Raw
+
+    def run(port):
+        sub, pub = Raw(port, protocol), Raw(port, protocol)
+        out = [sub.call("SSUBSCRIBE", "orders", "stock"), sub.read(), sub.call("SUBSCRIBE", "orders"),
+               sub.call("PSUBSCRIBE", "ord*"), sub.call("SSUBSCRIBE", "orders")]
+        if protocol == 2:
+            out.append(sub.call("GET", "k"))  # refused in subscribed mode
+        out += [pub.call("SPUBLISH", "orders", "o1"), sub.read(), pub.call("PUBLISH", "orders", "p1"), sub.read(), sub.read(),
+                pub.call("SPUBLISH", "nobody", "x"), pub.call("PUBSUB", "SHARDCHANNELS"), pub.call("PUBSUB", "SHARDCHANNELS", "st*"),
+                pub.call("PUBSUB", "SHARDNUMSUB", "orders", "stock", "nobody"), pub.call("PUBSUB", "NUMSUB", "orders"),
+                pub.call("PUBSUB", "CHANNELS")]
+        clients = pub.call("CLIENT", "LIST").decode()
+        # The subscriber's line (flags=P): its channel, pattern and shard channel counts.
+        out.append([sorted(f for f in line.split() if f.startswith(("sub=", "psub=", "ssub=")))
+                    for line in clients.splitlines() if " flags=P " in line])
+        out += [sub.call("SUNSUBSCRIBE", "orders"), sub.call("SUNSUBSCRIBE"),
+                sub.call("SUNSUBSCRIBE"), pub.call("PUBSUB", "SHARDNUMSUB", "orders")]
+        sub.close()
+        pub.close()
+        return out
+
+    cairn, reference = servers
+    assert run(cairn.port) == run(reference.port)

@@ -8,7 +8,7 @@ test was written, so a reply that regresses fails here. The counts and the most 
 messages are printed (pytest -s shows them).
 
 What fails, by cause (8.1.0, RESP2 and RESP3 alike): commands Cairn does not have (LOLWUT,
-MODULE, SSUBSCRIBE and sharded pub/sub; CLIENT TRACKING, TRACKINGINFO, GETREDIR, REPLY); ACL
+MODULE; CLIENT TRACKING, TRACKINGINFO, GETREDIR, REPLY); ACL
 selectors `(...)`; databases other than 0 (SELECT, COPY ... DB); OBJECT IDLETIME (not
 tracked); COMMAND LIST's length (redis-py expects more than 300 commands).
 

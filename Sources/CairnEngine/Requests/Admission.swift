@@ -55,7 +55,8 @@ extension Engine {
     }
 
     /// What a RESP2 client may run while subscribed to a channel or pattern.
-    static let allowedWhileSubscribed: Set<String> = ["subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ping", "quit", "reset"]
+    static let allowedWhileSubscribed: Set<String> = ["subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe",
+                                                      "ping", "quit", "reset"]
 
     /// Records that `count` requests of `command` from `session` passed the door (or reached
     /// it, when refused): CLIENT LIST's `cmd` and `idle`, the count of commands processed.

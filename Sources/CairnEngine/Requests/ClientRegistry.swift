@@ -27,11 +27,12 @@ public final class ClientRecord: Sendable {
         /// Channels and patterns subscribed to: a pubsub client (`flags=P`).
         var channels = 0
         var patterns = 0
+        var shardChannels = 0
         /// A replica streaming from this server (`flags=S`, `CLIENT KILL TYPE replica`).
         var isReplica = false
 
         /// `CLIENT KILL TYPE`'s name for the client.
-        var type: String { isReplica ? "replica" : channels + patterns > 0 ? "pubsub" : "normal" }
+        var type: String { isReplica ? "replica" : channels + patterns + shardChannels > 0 ? "pubsub" : "normal" }
     }
 
     /// Marks the client as a replica (its connection became a replication stream).
@@ -60,7 +61,7 @@ public final class ClientRecord: Sendable {
     func line(now: Int64) -> String {
         state.withLock { s in
             "id=\(id) addr=\(address) laddr=\(localAddress) fd=0 name=\(s.name) age=\((now - createdAt) / 1000) "
-                + "idle=\((now - s.lastInteraction) / 1000) flags=\(s.isReplica ? "S" : s.blocked ? "b" : s.channels + s.patterns > 0 ? "P" : "N") db=0 sub=\(s.channels) psub=\(s.patterns) ssub=0 multi=-1 qbuf=0 "
+                + "idle=\((now - s.lastInteraction) / 1000) flags=\(s.isReplica ? "S" : s.blocked ? "b" : s.channels + s.patterns + s.shardChannels > 0 ? "P" : "N") db=0 sub=\(s.channels) psub=\(s.patterns) ssub=\(s.shardChannels) multi=-1 qbuf=0 "
                 + "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r "
                 + "cmd=\(s.lastCommand) user=\(s.user) redir=-1 resp=\(s.protocolVersion.rawValue) "
                 + "lib-name=\(s.libName) lib-ver=\(s.libVersion) cf=\(s.family?.name ?? "default")"

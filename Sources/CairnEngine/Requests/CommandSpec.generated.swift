@@ -2442,6 +2442,22 @@ extension CommandSpec {
                 ]
             ),
             CommandSpec(
+                "pubsub|shardchannels", group: "pubsub", since: "7.0.0", arity: -2,
+                flags: [.pubsub, .loading, .stale], acl: [.pubsub, .slow],
+                summary: "Lists the shard channels with subscribers.",
+                arguments: [
+                    A("pattern", .pattern, [.optional]),
+                ]
+            ),
+            CommandSpec(
+                "pubsub|shardnumsub", group: "pubsub", since: "7.0.0", arity: -2,
+                flags: [.pubsub, .loading, .stale], acl: [.pubsub, .slow],
+                summary: "Returns the number of subscribers of shard channels.",
+                arguments: [
+                    A("shardchannel", .string, [.optional, .multiple]),
+                ]
+            ),
+            CommandSpec(
                 "punsubscribe", group: "pubsub", since: "2.0.0", arity: -1,
                 flags: [.pubsub, .noscript, .loading, .stale, .noTransaction], acl: [.pubsub, .slow],
                 summary: "Stops listening to messages published to channels that match one or more patterns.",
@@ -2450,11 +2466,48 @@ extension CommandSpec {
                 ]
             ),
             CommandSpec(
+                "spublish", group: "pubsub", since: "7.0.0", arity: 3,
+                flags: [.pubsub, .loading, .stale, .fast], acl: [.pubsub, .fast],
+                keys: (1, 1, 1),
+                keySpecs: [
+                    K([.notKey], .index(1), .range(lastKey: 0, step: 1, limit: 0)),
+                ],
+                summary: "Posts a message to a shard channel.",
+                arguments: [
+                    A("shardchannel", .string),
+                    A("message", .string),
+                ]
+            ),
+            CommandSpec(
+                "ssubscribe", group: "pubsub", since: "7.0.0", arity: -2,
+                flags: [.pubsub, .noscript, .loading, .stale, .noTransaction], acl: [.pubsub, .slow],
+                keys: (1, -1, 1),
+                keySpecs: [
+                    K([.notKey], .index(1), .range(lastKey: -1, step: 1, limit: 0)),
+                ],
+                summary: "Listens for messages published to shard channels.",
+                arguments: [
+                    A("shardchannel", .string, [.multiple]),
+                ]
+            ),
+            CommandSpec(
                 "subscribe", group: "pubsub", since: "2.0.0", arity: -2,
                 flags: [.pubsub, .noscript, .loading, .stale, .noTransaction], acl: [.pubsub, .slow],
                 summary: "Listens for messages published to channels.",
                 arguments: [
                     A("channel", .string, [.multiple]),
+                ]
+            ),
+            CommandSpec(
+                "sunsubscribe", group: "pubsub", since: "7.0.0", arity: -1,
+                flags: [.pubsub, .noscript, .loading, .stale, .noTransaction], acl: [.pubsub, .slow],
+                keys: (1, -1, 1),
+                keySpecs: [
+                    K([.notKey], .index(1), .range(lastKey: -1, step: 1, limit: 0)),
+                ],
+                summary: "Stops listening to shard channels.",
+                arguments: [
+                    A("shardchannel", .string, [.optional, .multiple]),
                 ]
             ),
             CommandSpec(

@@ -18,14 +18,17 @@ public final class Session: @unchecked Sendable {
     }
     /// How the server delivers pub/sub messages to this client; nil when it cannot (in-process).
     public var subscriber: Subscriber? = nil
-    /// Channels and patterns this client is subscribed to.
+    /// Channels, patterns and shard channels this client is subscribed to.
     var channels: Set<[UInt8]> = [] {
         didSet { record.state.withLock { [n = channels.count] in $0.channels = n } }
     }
     var patterns: Set<[UInt8]> = [] {
         didSet { record.state.withLock { [n = patterns.count] in $0.patterns = n } }
     }
-    public var subscriptionCount: Int { channels.count + patterns.count }
+    var shardChannels: Set<[UInt8]> = [] {
+        didSet { record.state.withLock { [n = shardChannels.count] in $0.shardChannels = n } }
+    }
+    public var subscriptionCount: Int { channels.count + patterns.count + shardChannels.count }
     public var authenticated: Bool
     /// Held in `record` (CLIENT LIST shows it as `user=`).
     public var user: String {

@@ -8,31 +8,47 @@ import Synchronization
 /// its own queue), so a slow subscriber never slows the publisher: its buffer grows until the
 /// server's pubsub output limit disconnects it.
 public final class PubSub: Sendable {
+    /// What a subscription names: a channel, a pattern, or a shard channel (SSUBSCRIBE: in a
+    /// cluster, the channel of one shard; here, a namespace of its own, as in a standalone Redis).
+    enum Kind {
+        case channel, pattern, shard
+    }
+
     private struct State {
         var channels: [[UInt8]: [Int64: Subscriber]] = [:]
         var patterns: [[UInt8]: [Int64: Subscriber]] = [:]
+        var shards: [[UInt8]: [Int64: Subscriber]] = [:]
+
+        subscript(kind kind: Kind) -> [[UInt8]: [Int64: Subscriber]] {
+            get {
+                switch kind {
+                case .channel: channels
+                case .pattern: patterns
+                case .shard: shards
+                }
+            }
+            set {
+                switch kind {
+                case .channel: channels = newValue
+                case .pattern: patterns = newValue
+                case .shard: shards = newValue
+                }
+            }
+        }
     }
     private let state = Mutex(State())
 
     init() {}
 
-    /// Subscribes `subscriber` to `channel` (or `pattern`); false when it already was.
-    func add(_ subscriber: Subscriber, to name: [UInt8], pattern: Bool) -> Bool {
-        state.withLock { s in
-            if pattern { return s.patterns[name, default: [:]].updateValue(subscriber, forKey: subscriber.id) == nil }
-            return s.channels[name, default: [:]].updateValue(subscriber, forKey: subscriber.id) == nil
-        }
+    /// Subscribes `subscriber` to `name` of `kind`; false when it already was.
+    func add(_ subscriber: Subscriber, to name: [UInt8], _ kind: Kind) -> Bool {
+        state.withLock { s in s[kind: kind][name, default: [:]].updateValue(subscriber, forKey: subscriber.id) == nil }
     }
 
-    func remove(_ id: Int64, from name: [UInt8], pattern: Bool) {
+    func remove(_ id: Int64, from name: [UInt8], _ kind: Kind) {
         state.withLock { s in
-            if pattern {
-                s.patterns[name]?.removeValue(forKey: id)
-                if s.patterns[name]?.isEmpty == true { s.patterns.removeValue(forKey: name) }
-            } else {
-                s.channels[name]?.removeValue(forKey: id)
-                if s.channels[name]?.isEmpty == true { s.channels.removeValue(forKey: name) }
-            }
+            s[kind: kind][name]?.removeValue(forKey: id)
+            if s[kind: kind][name]?.isEmpty == true { s[kind: kind].removeValue(forKey: name) }
         }
     }
 
@@ -55,13 +71,27 @@ public final class PubSub: Sendable {
         return direct.count + matched.count
     }
 
-    /// Channels with at least one subscriber, matching `pattern` when given (PUBSUB CHANNELS).
-    func activeChannels(matching pattern: [UInt8]?) -> [[UInt8]] {
-        state.withLock { s in s.channels.keys.filter { name in pattern.map { Glob.matches($0, name) } ?? true } }
+    /// SPUBLISH: sends `message` to the subscribers of shard channel `channel` (no pattern
+    /// reaches a shard channel); returns how many received it.
+    func publish(_ message: [UInt8], toShard channel: [UInt8]) -> Int {
+        let subscribers = state.withLock { s in Array(s.shards[channel]?.values ?? [:].values) }
+        var encoded: [RESPVersion: [UInt8]] = [:]
+        for subscriber in subscribers {
+            let version = subscriber.version
+            if encoded[version] == nil { encoded[version] = Self.encode(["smessage", channel, message], version: version) }
+            subscriber.deliver(encoded[version]!)
+        }
+        return subscribers.count
+    }
+
+    /// Channels (or shard channels) with at least one subscriber, matching `pattern` when given
+    /// (PUBSUB CHANNELS, SHARDCHANNELS).
+    func activeChannels(_ kind: Kind = .channel, matching pattern: [UInt8]?) -> [[UInt8]] {
+        state.withLock { s in s[kind: kind].keys.filter { name in pattern.map { Glob.matches($0, name) } ?? true } }
             .sorted { $0.lexicographicallyPrecedes($1) }
     }
 
-    func subscriberCount(_ channel: [UInt8]) -> Int { state.withLock { $0.channels[channel]?.count ?? 0 } }
+    func subscriberCount(_ channel: [UInt8], _ kind: Kind = .channel) -> Int { state.withLock { $0[kind: kind][channel]?.count ?? 0 } }
 
     /// Patterns subscribed to by anyone (PUBSUB NUMPAT counts them).
     var patternCount: Int { state.withLock { $0.patterns.count } }
