@@ -124,7 +124,7 @@ enum StreamReads {
         }
         let keys = r.keys, count = r.count, afterIDs = after
         let attempt: BlockRequest.Attempt = { call, out, retrying throws(CommandError) -> Bool in
-            var served: [([UInt8], [StreamEntry])] = []
+            var served: [([UInt8], [(StreamID, [[UInt8]]?)])] = []
             for (key, id) in zip(keys, afterIDs) {
                 let meta: CollectionMetadata?
                 do throws(CommandError) {
@@ -140,7 +140,7 @@ enum StreamReads {
                 }
                 guard meta.size > 0, let start = id.next else { continue }
                 let entries = try call.entries(meta, of: key, from: start, to: .max, count: count)
-                if !entries.isEmpty { served.append((key, entries)) }
+                if !entries.isEmpty { served.append((key, entries.map { ($0.id, $0.fields) })) }
             }
             guard !served.isEmpty else { return false }
             reply(served, &out)
@@ -153,14 +153,24 @@ enum StreamReads {
         try call.block(keys: keys, timeout: timeout, out: &out, empty: { $0.nullArray() }, attempt: attempt)
     }
 
-    /// Per stream served, its key and entries: an array of pairs, a map in RESP3.
-    static func reply(_ served: [([UInt8], [StreamEntry])], _ out: inout RESPWriter) {
+    /// Per stream served, its key and entries (`[id, fields]`, fields nil for a pending entry
+    /// deleted since: XREADGROUP's history): an array of pairs, a map in RESP3.
+    static func reply(_ served: [([UInt8], [(StreamID, [[UInt8]]?)])], _ out: inout RESPWriter) {
         if out.version == .v3 { out.mapHeader(served.count) } else { out.arrayHeader(served.count) }
         for (key, entries) in served {
             if out.version != .v3 { out.arrayHeader(2) }
             out.bulk(key)
             out.arrayHeader(entries.count)
-            for e in entries { e.write(to: &out) }
+            for (id, fields) in entries {
+                out.arrayHeader(2)
+                out.bulk(id.text)
+                if let fields {
+                    out.arrayHeader(fields.count)
+                    for f in fields { out.bulk(f) }
+                } else {
+                    out.nullArray()
+                }
+            }
         }
     }
 
@@ -217,22 +227,7 @@ enum StreamReads {
                     }
                 }
                 guard !served.isEmpty else { return false }
-                if out.version == .v3 { out.mapHeader(served.count) } else { out.arrayHeader(served.count) }
-                for (key, entries) in served {
-                    if out.version != .v3 { out.arrayHeader(2) }
-                    out.bulk(key)
-                    out.arrayHeader(entries.count)
-                    for (id, fields) in entries {
-                        out.arrayHeader(2)
-                        out.bulk(id.text)
-                        if let fields {
-                            out.arrayHeader(fields.count)
-                            for f in fields { out.bulk(f) }
-                        } else {
-                            out.nullArray()
-                        }
-                    }
-                }
+                reply(served, &out)
                 return true
             }
         }
